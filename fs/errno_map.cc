@@ -1,0 +1,45 @@
+#include "fs/errno_map.h"
+
+#include <cerrno>
+
+namespace stampfs {
+
+int ErrnoFor(const Status& status) {
+  switch (status.code()) {
+    case Code::kOk:
+      return 0;
+    case Code::kNotFound:
+      return ENOENT;
+    case Code::kAlreadyExists:
+      return EEXIST;
+    // Another mount changed what we based this write on. The namespace retries
+    // or turns this into a conflict copy before it gets here; what remains is
+    // an I/O error the caller must see.
+    case Code::kPreconditionFailed:
+      return EIO;
+    // 409 other than "exists": a lease or a container being deleted. Busy.
+    case Code::kConflict:
+      return EBUSY;
+    case Code::kAuth:
+      return EACCES;
+    // The backend is slow or gone after every retry: the operation failed.
+    case Code::kThrottled:
+    case Code::kTimeout:
+    case Code::kTransport:
+    case Code::kCorruption:
+    case Code::kInternal:
+      return EIO;
+    case Code::kInvalidArgument:
+      return EINVAL;
+    // An entity over 1 MiB (xattrs, long symlink) or a file past the blob limit.
+    case Code::kTooLarge:
+      return EFBIG;
+    case Code::kNotSupported:
+      return ENOTSUP;
+    case Code::kReadOnly:
+      return EROFS;
+  }
+  return EIO;
+}
+
+}  // namespace stampfs

@@ -1,0 +1,40 @@
+// Azure Storage connection strings and the account they describe.
+#pragma once
+
+#include <string>
+
+#include "storage/status.h"
+
+namespace stampfs {
+
+// What a client needs to reach one storage account. Endpoints carry no
+// trailing slash; for the emulator they include the account path segment
+// (http://127.0.0.1:10000/devstoreaccount1), for Azure they do not
+// (https://acct.blob.core.windows.net).
+struct StorageAccount {
+  std::string account_name;
+  std::string account_key;  // base64 as given; empty when a SAS is used. Never log.
+  std::string sas_token;    // without a leading '?'; empty with a key. Never log.
+  std::string blob_endpoint;
+  std::string table_endpoint;
+
+  bool HasKey() const { return !account_key.empty(); }
+  bool HasSas() const { return !sas_token.empty(); }
+  // "devstoreaccount1 (blob http://..., table http://..., SharedKey)": no secret.
+  std::string Describe() const;
+};
+
+// The Azure convention used when nothing else is configured.
+inline constexpr const char* kDevelopmentConnectionString = "UseDevelopmentStorage=true";
+
+// Parses Key=Value;... (keys case-insensitive, each pair split on its first
+// '='). Understands UseDevelopmentStorage, DefaultEndpointsProtocol,
+// AccountName, AccountKey, BlobEndpoint, TableEndpoint, QueueEndpoint,
+// FileEndpoint, EndpointSuffix, SharedAccessSignature. Errors name the field
+// at fault and never echo a key or signature.
+Result<StorageAccount> ParseConnectionString(const std::string& text);
+
+// Reads a connection string from a file (surrounding whitespace trimmed).
+Result<std::string> ReadConnectionStringFile(const std::string& path);
+
+}  // namespace stampfs

@@ -1,0 +1,120 @@
+// HTTP as the Azure clients need it: a request with an exact-length body that
+// can be re-read from any offset (so a retry can resend it without buffering the
+// whole file), a response body that can be streamed to a sink, and a deadline.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "storage/status.h"
+
+namespace stampfs {
+
+// Case-insensitive header map: names are stored lowercased.
+using HttpHeaders = std::map<std::string, std::string>;
+
+// Reads up to `len` bytes of the body starting at `offset` into `buf`;
+// returns the number of bytes written (0 only at the end). Must be callable
+// again from offset 0 when a request is retried.
+using BodyReader = std::function<size_t(uint64_t offset, char* buf, size_t len)>;
+
+// Receives response body bytes of a 2xx response. `offset` is the position in
+// this attempt's body; a retried attempt starts again at 0. Return false to abort.
+using BodySink = std::function<bool(uint64_t offset, const char* data, size_t len)>;
+
+struct HttpBody {
+  uint64_t size = 0;
+  BodyReader reader;  // empty when size == 0
+
+  static HttpBody Empty() { return {}; }
+  // The string is copied into the body; fine for XML/JSON payloads.
+  static HttpBody FromString(std::string s);
+};
+
+struct HttpRequest {
+  std::string method;  // GET, HEAD, PUT, POST, DELETE, MERGE
+  std::string url;     // fully encoded: scheme://host[:port]/path?query
+  // Header names as sent. The signer reads them; Content-Length is set by the
+  // transport from body.size and must not be given here.
+  std::vector<std::pair<std::string, std::string>> headers;
+  HttpBody body;
+  BodySink sink;  // optional: stream a 2xx body here instead of into HttpResponse::body
+
+  void SetHeader(const std::string& name, const std::string& value);
+  // Lowercased-name lookup; empty when absent.
+  std::string Header(const std::string& name) const;
+};
+
+struct HttpResponse {
+  int status = 0;
+  HttpHeaders headers;  // lowercased names
+  std::string body;     // error bodies always land here; 2xx bodies only without a sink
+
+  std::string Header(const std::string& lowercase_name) const;
+};
+
+// One attempt: send the request, return the response or a transport failure
+// (kTransport, kTimeout). HTTP error statuses are not failures at this level.
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  virtual Result<HttpResponse> Send(const HttpRequest& request,
+                                    std::chrono::milliseconds timeout) = 0;
+};
+
+// libcurl transport with a thread-safe pool of easy handles (connection reuse).
+std::unique_ptr<HttpTransport> MakeCurlTransport();
+
+struct RetryPolicy {
+  int max_attempts = 5;                                 // first try included
+  std::chrono::milliseconds initial_backoff{100};
+  std::chrono::milliseconds max_backoff{5000};
+  std::chrono::milliseconds attempt_timeout{30000};  // deadline of one attempt
+  std::chrono::milliseconds total_deadline{120000};  // deadline of all attempts together
+};
+
+// True for statuses that are worth repeating: 408, 429, 500, 502, 503, 504.
+bool IsRetryableHttpStatus(int status);
+
+// Backoff before attempt `attempt` (1 = the first retry): exponential, capped,
+// with full jitter drawn from `unit_random` in [0, 1).
+std::chrono::milliseconds BackoffDelay(const RetryPolicy& policy, int attempt, double unit_random);
+
+// Called before each attempt to (re)sign the request: adds x-ms-date and Authorization.
+using RequestSigner = std::function<void(HttpRequest&)>;
+
+// Retries over a transport. Sleep and randomness are injectable for tests.
+class RetryingHttpClient {
+ public:
+  using SleepFn = std::function<void(std::chrono::milliseconds)>;
+  using RandomFn = std::function<double()>;
+
+  RetryingHttpClient(std::shared_ptr<HttpTransport> transport, RetryPolicy policy,
+                     SleepFn sleep = {}, RandomFn random = {});
+
+  // Sends `request` (signing each attempt), retrying transport errors and
+  // retryable statuses. Returns the final response, whatever its status, or the
+  // last transport failure once attempts or the total deadline ran out.
+  Result<HttpResponse> Execute(HttpRequest request, const RequestSigner& sign);
+
+  const RetryPolicy& policy() const { return policy_; }
+
+ private:
+  std::shared_ptr<HttpTransport> transport_;
+  RetryPolicy policy_;
+  SleepFn sleep_;
+  RandomFn random_;
+};
+
+// Percent-encoding per RFC 3986: every byte but A-Z a-z 0-9 - . _ ~ (and '/'
+// when keep_slash) becomes %XX.
+std::string UrlEncode(const std::string& s, bool keep_slash = false);
+std::string UrlDecode(const std::string& s);
+
+}  // namespace stampfs

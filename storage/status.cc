@@ -1,0 +1,45 @@
+#include "storage/status.h"
+
+namespace stampfs {
+
+const char* CodeName(Code code) {
+  switch (code) {
+    case Code::kOk: return "OK";
+    case Code::kNotFound: return "NotFound";
+    case Code::kAlreadyExists: return "AlreadyExists";
+    case Code::kPreconditionFailed: return "PreconditionFailed";
+    case Code::kConflict: return "Conflict";
+    case Code::kAuth: return "Auth";
+    case Code::kThrottled: return "Throttled";
+    case Code::kTimeout: return "Timeout";
+    case Code::kTransport: return "Transport";
+    case Code::kInvalidArgument: return "InvalidArgument";
+    case Code::kTooLarge: return "TooLarge";
+    case Code::kCorruption: return "Corruption";
+    case Code::kNotSupported: return "NotSupported";
+    case Code::kReadOnly: return "ReadOnly";
+    case Code::kInternal: return "Internal";
+  }
+  return "Unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  std::string out = CodeName(code_);
+  if (http_status_ != 0 || !service_code_.empty()) {
+    out += " (";
+    if (http_status_ != 0) out += std::to_string(http_status_);
+    if (http_status_ != 0 && !service_code_.empty()) out += " ";
+    out += service_code_;
+    out += ")";
+  }
+  if (!message_.empty()) out += ": " + message_;
+  return out;
+}
+
+Status Status::WithContext(const std::string& context) const {
+  if (ok()) return *this;
+  return Status(code_, context + ": " + message_, http_status_, service_code_);
+}
+
+}  // namespace stampfs
