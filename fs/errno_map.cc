@@ -38,6 +38,20 @@ int ErrnoFor(const Status& status) {
       return ENOTSUP;
     case Code::kReadOnly:
       return EROFS;
+    case Code::kNotEmpty:
+      return ENOTEMPTY;
+    case Code::kNotADirectory:
+      return ENOTDIR;
+    case Code::kIsADirectory:
+      return EISDIR;
+    case Code::kNameTooLong:
+      return ENAMETOOLONG;
+    case Code::kNoAttribute:
+      return ENODATA;
+    case Code::kRange:
+      return ERANGE;
+    case Code::kNotPermitted:
+      return EPERM;
   }
   return EIO;
 }

@@ -19,6 +19,13 @@ const char* CodeName(Code code) {
     case Code::kNotSupported: return "NotSupported";
     case Code::kReadOnly: return "ReadOnly";
     case Code::kInternal: return "Internal";
+    case Code::kNotEmpty: return "NotEmpty";
+    case Code::kNotADirectory: return "NotADirectory";
+    case Code::kIsADirectory: return "IsADirectory";
+    case Code::kNameTooLong: return "NameTooLong";
+    case Code::kNoAttribute: return "NoAttribute";
+    case Code::kRange: return "Range";
+    case Code::kNotPermitted: return "NotPermitted";
   }
   return "Unknown";
 }

@@ -28,6 +28,14 @@ enum class Code {
   kNotSupported,
   kReadOnly,            // write on a read-only mount or read-only credentials
   kInternal,            // 500 after retries, or a bug
+  // File-system outcomes decided above storage/ (each maps to one errno).
+  kNotEmpty,            // ENOTEMPTY
+  kNotADirectory,       // ENOTDIR
+  kIsADirectory,        // EISDIR
+  kNameTooLong,         // ENAMETOOLONG
+  kNoAttribute,         // ENODATA: no such xattr
+  kRange,               // ERANGE: caller's buffer too small
+  kNotPermitted,        // EPERM
 };
 
 const char* CodeName(Code code);
