@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "storage/auth.h"  // HttpDateFn
 #include "storage/blob_store.h"
 #include "storage/connection_string.h"
 #include "storage/http.h"

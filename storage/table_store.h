@@ -115,9 +115,11 @@ class TableStore {
                         const std::string& row_key, const Condition& condition) = 0;
 
   // One page of a query; pass the previous page's continuation to go on.
-  virtual Result<QueryPage> QueryPage(const std::string& table, const QueryOptions& options,
-                                      const std::string& next_partition_key,
-                                      const std::string& next_row_key) = 0;
+  // (Qualified: the member shares the struct's name.)
+  virtual Result<stampfs::QueryPage> QueryPage(const std::string& table,
+                                               const QueryOptions& options,
+                                               const std::string& next_partition_key,
+                                               const std::string& next_row_key) = 0;
   // Every page.
   Result<std::vector<Entity>> Query(const std::string& table, const QueryOptions& options);
   Result<std::vector<Entity>> QueryPartition(const std::string& table,
