@@ -1,0 +1,611 @@
+#include "cache/meta_cache.h"
+
+#include <sqlite3.h>
+
+#include <array>
+#include <bit>
+#include <climits>
+#include <filesystem>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace stampfs {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Property encoding. Layout (fixed-width integers little-endian):
+//   u8 format (kFormat) | varint count | count x property
+//   property = varint name_len | name | u8 tag | value
+//   value    = string/binary: varint len | bytes; int64, double: 8 bytes;
+//              int32: 4 bytes; bool: 1 byte (0 or 1)
+// Names appear in strictly increasing order (std::map order), so an Entity
+// has exactly one encoding and a decoder can reject duplicates.
+
+constexpr uint8_t kFormat = 1;
+
+// Stable on disk: never renumber, only add.
+enum Tag : uint8_t {
+  kTagString = 1,
+  kTagInt64 = 2,
+  kTagInt32 = 3,
+  kTagBool = 4,
+  kTagDouble = 5,
+  kTagBinary = 6
+};
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+void PutFixed(std::string* out, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+void PutBytes(std::string* out, const std::string& bytes) {
+  PutVarint(out, bytes.size());
+  out->append(bytes);
+}
+
+void PutValue(std::string* out, const PropertyValue& value) {
+  std::visit(
+      [out](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          out->push_back(static_cast<char>(kTagString));
+          PutBytes(out, v);
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          out->push_back(static_cast<char>(kTagInt64));
+          PutFixed(out, static_cast<uint64_t>(v), 8);
+        } else if constexpr (std::is_same_v<T, int32_t>) {
+          out->push_back(static_cast<char>(kTagInt32));
+          PutFixed(out, static_cast<uint32_t>(v), 4);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out->push_back(static_cast<char>(kTagBool));
+          out->push_back(v ? 1 : 0);
+        } else if constexpr (std::is_same_v<T, double>) {
+          out->push_back(static_cast<char>(kTagDouble));
+          PutFixed(out, std::bit_cast<uint64_t>(v), 8);
+        } else {
+          static_assert(std::is_same_v<T, Binary>);
+          out->push_back(static_cast<char>(kTagBinary));
+          PutBytes(out, v.bytes);
+        }
+      },
+      value);
+}
+
+// Bounds-checked cursor over an encoding: every read fails rather than run
+// past the end.
+class Reader {
+ public:
+  explicit Reader(const std::string& bytes) : data_(bytes.data()), left_(bytes.size()) {}
+
+  bool done() const { return left_ == 0; }
+
+  bool Byte(uint8_t* b) {
+    if (left_ == 0) return false;
+    *b = static_cast<uint8_t>(*data_++);
+    --left_;
+    return true;
+  }
+
+  // LEB128, at most 10 bytes, minimal length.
+  bool Varint(uint64_t* v) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      uint8_t b;
+      if (!Byte(&b)) return false;
+      if (shift == 63 && (b & 0x7e) != 0) return false;  // over 64 bits
+      if (shift > 0 && b == 0) return false;             // overlong: one encoding only
+      result |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool Fixed(int bytes, uint64_t* v) {
+    if (left_ < static_cast<size_t>(bytes)) return false;
+    uint64_t result = 0;
+    for (int i = 0; i < bytes; ++i) {
+      result |= static_cast<uint64_t>(static_cast<uint8_t>(data_[i])) << (8 * i);
+    }
+    data_ += bytes;
+    left_ -= bytes;
+    *v = result;
+    return true;
+  }
+
+  // A varint length, then that many bytes (which must all be present).
+  bool Bytes(std::string* out) {
+    uint64_t n;
+    if (!Varint(&n) || n > left_) return false;
+    out->assign(data_, static_cast<size_t>(n));
+    data_ += n;
+    left_ -= n;
+    return true;
+  }
+
+ private:
+  const char* data_;
+  size_t left_;
+};
+
+Status Corrupt(const std::string& what) {
+  return Status(Code::kCorruption, "cached entity properties: " + what);
+}
+
+Status ReadValue(Reader* in, PropertyValue* value) {
+  uint8_t tag;
+  if (!in->Byte(&tag)) return Corrupt("truncated type tag");
+  uint64_t u = 0;
+  switch (tag) {
+    case kTagString: {
+      std::string s;
+      if (!in->Bytes(&s)) return Corrupt("truncated string");
+      *value = std::move(s);
+      return Status::Ok();
+    }
+    case kTagBinary: {
+      Binary b;
+      if (!in->Bytes(&b.bytes)) return Corrupt("truncated binary");
+      *value = std::move(b);
+      return Status::Ok();
+    }
+    case kTagInt64:
+      if (!in->Fixed(8, &u)) return Corrupt("truncated int64");
+      *value = static_cast<int64_t>(u);
+      return Status::Ok();
+    case kTagInt32:
+      if (!in->Fixed(4, &u)) return Corrupt("truncated int32");
+      *value = static_cast<int32_t>(static_cast<uint32_t>(u));
+      return Status::Ok();
+    case kTagDouble:
+      if (!in->Fixed(8, &u)) return Corrupt("truncated double");
+      *value = std::bit_cast<double>(u);
+      return Status::Ok();
+    case kTagBool:
+      if (!in->Fixed(1, &u)) return Corrupt("truncated bool");
+      if (u > 1) return Corrupt("bool that is neither 0 nor 1");
+      *value = (u == 1);
+      return Status::Ok();
+    default:
+      return Corrupt("unknown type tag " + std::to_string(tag));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// SQLite helpers.
+
+constexpr int kSchemaVersion = 1;
+constexpr int kBusyTimeoutMs = 5000;
+
+// Migrations[v] takes a database from user_version v to v + 1.
+constexpr const char* kMigrations[kSchemaVersion] = {
+    "CREATE TABLE IF NOT EXISTS entries(pk TEXT, rk TEXT, props BLOB, etag TEXT,"
+    " fetched_ms INTEGER, PRIMARY KEY(pk, rk)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS generations(pk TEXT PRIMARY KEY, dot_etag TEXT,"
+    " complete INTEGER, validated_ms INTEGER);",
+};
+
+enum Stmt {
+  kGetEntry,
+  kPutEntry,
+  kEraseEntry,
+  kGetGeneration,
+  kSetGeneration,
+  kInvalidate,
+  kDeleteEntries,
+  kDeleteGeneration,
+  kListEntries,
+  kBegin,
+  kCommit,
+  kRollback,
+  kStmtCount
+};
+
+constexpr const char* kSql[kStmtCount] = {
+    "SELECT props, etag, fetched_ms FROM entries WHERE pk = ?1 AND rk = ?2",
+    "INSERT OR REPLACE INTO entries(pk, rk, props, etag, fetched_ms) VALUES(?1, ?2, ?3, ?4, ?5)",
+    "DELETE FROM entries WHERE pk = ?1 AND rk = ?2",
+    "SELECT dot_etag, complete, validated_ms FROM generations WHERE pk = ?1",
+    "INSERT OR REPLACE INTO generations(pk, dot_etag, complete, validated_ms)"
+    " VALUES(?1, ?2, ?3, ?4)",
+    "UPDATE generations SET complete = 0 WHERE pk = ?1",
+    "DELETE FROM entries WHERE pk = ?1",
+    "DELETE FROM generations WHERE pk = ?1",
+    "SELECT rk, props, etag, fetched_ms FROM entries WHERE pk = ?1 ORDER BY rk",
+    "BEGIN IMMEDIATE",
+    "COMMIT",
+    "ROLLBACK",
+};
+
+using StatementArray = std::array<sqlite3_stmt*, kStmtCount>;
+
+Status SqliteStatus(sqlite3* db, int rc, const std::string& what) {
+  Code code = Code::kInternal;
+  switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      code = Code::kCorruption;
+      break;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      code = Code::kTimeout;
+      break;
+    case SQLITE_READONLY:
+      code = Code::kReadOnly;
+      break;
+    case SQLITE_TOOBIG:
+      code = Code::kTooLarge;
+      break;
+    default:
+      break;
+  }
+  const char* detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  return Status(code, what + ": " + detail + " (sqlite " + std::to_string(rc) + ")");
+}
+
+// One use of a cached statement: binds, steps, and resets it on scope exit so
+// that it holds no read transaction or bindings between uses.
+class Use {
+ public:
+  explicit Use(sqlite3_stmt* stmt) : stmt_(stmt) {}
+  ~Use() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  Use(const Use&) = delete;
+  Use& operator=(const Use&) = delete;
+
+  // Values must outlive the Use (bound without copying).
+  Use& Text(int i, const std::string& v) {
+    if (v.size() > INT_MAX) return Fail(SQLITE_TOOBIG);
+    return Check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC));
+  }
+  Use& Blob(int i, const std::string& v) {
+    if (v.size() > INT_MAX) return Fail(SQLITE_TOOBIG);
+    return Check(sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC));
+  }
+  Use& Int(int i, int64_t v) { return Check(sqlite3_bind_int64(stmt_, i, v)); }
+
+  // SQLITE_ROW, SQLITE_DONE or an error (including a failed bind).
+  int Step() { return rc_ != SQLITE_OK ? rc_ : sqlite3_step(stmt_); }
+
+  // Runs a statement that returns no rows.
+  Status Run(sqlite3* db, const std::string& what) {
+    int rc = Step();
+    return rc == SQLITE_DONE ? Status::Ok() : SqliteStatus(db, rc, what);
+  }
+
+  // Column as raw bytes (TEXT or BLOB; NULL reads as empty).
+  std::string Bytes(int col) const {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    int n = sqlite3_column_bytes(stmt_, col);
+    return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
+  }
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+
+ private:
+  Use& Check(int rc) { return rc == SQLITE_OK ? *this : Fail(rc); }
+  Use& Fail(int rc) {
+    if (rc_ == SQLITE_OK) rc_ = rc;
+    return *this;
+  }
+
+  sqlite3_stmt* stmt_;
+  int rc_ = SQLITE_OK;
+};
+
+Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  return rc == SQLITE_OK ? Status::Ok() : SqliteStatus(db, rc, what);
+}
+
+Status ReadUserVersion(sqlite3* db, int* version) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite3_step(stmt);
+  Status st = rc == SQLITE_ROW ? Status::Ok() : SqliteStatus(db, rc, "read schema version");
+  if (st.ok()) *version = sqlite3_column_int(stmt, 0);
+  sqlite3_finalize(stmt);
+  return st;
+}
+
+// Brings the schema to kSchemaVersion; refuses a database from a newer build.
+Status Migrate(sqlite3* db) {
+  int version = 0;
+  STAMPFS_RETURN_IF_ERROR(ReadUserVersion(db, &version));
+  if (version == kSchemaVersion) return Status::Ok();
+  STAMPFS_RETURN_IF_ERROR(Exec(db, "BEGIN IMMEDIATE", "begin migration"));
+  // Re-read under the write lock: another process may have migrated meanwhile.
+  Status st = ReadUserVersion(db, &version);
+  if (st.ok() && (version < 0 || version > kSchemaVersion)) {
+    st = Status(Code::kNotSupported, "cache schema version " + std::to_string(version) +
+                                         " is not one this build knows (" +
+                                         std::to_string(kSchemaVersion) + ")");
+  }
+  for (int v = version; st.ok() && v < kSchemaVersion; ++v) {
+    st = Exec(db, kMigrations[v], "migrate schema to version " + std::to_string(v + 1));
+  }
+  if (st.ok() && version != kSchemaVersion) {
+    st = Exec(db, "PRAGMA user_version = " + std::to_string(kSchemaVersion), "set schema version");
+  }
+  if (st.ok()) st = Exec(db, "COMMIT", "commit migration");
+  if (!st.ok()) Exec(db, "ROLLBACK", "rollback migration").PermitUnchecked();
+  return st;
+}
+
+Status Configure(sqlite3* db) {
+  sqlite3_extended_result_codes(db, 1);
+  int rc = sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  if (rc != SQLITE_OK) return SqliteStatus(db, rc, "set busy timeout");
+  // The first statement that reads the file: a non-SQLite file fails here.
+  STAMPFS_RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode = WAL", "enable WAL"));
+  STAMPFS_RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = NORMAL", "set synchronous"));
+  return Migrate(db);
+}
+
+Status Prepare(sqlite3* db, StatementArray* stmts) {
+  for (int i = 0; i < kStmtCount; ++i) {
+    int rc = sqlite3_prepare_v3(db, kSql[i], -1, SQLITE_PREPARE_PERSISTENT, &(*stmts)[i], nullptr);
+    if (rc != SQLITE_OK) return SqliteStatus(db, rc, std::string("prepare ") + kSql[i]);
+  }
+  return Status::Ok();
+}
+
+// A parent directory that does not exist gets a clearer error than SQLite's
+// "unable to open database file".
+Status CheckParentDirectory(const std::string& path) {
+  if (path.empty() || path == ":memory:") return Status::Ok();
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) return Status::Ok();
+  std::error_code ec;
+  if (std::filesystem::is_directory(parent, ec)) return Status::Ok();
+  return Status(Code::kNotFound, "directory " + parent.string() + " does not exist");
+}
+
+// Runs `body` between BEGIN IMMEDIATE and COMMIT; rolls back if anything fails.
+template <typename Body>
+Status InTransaction(sqlite3* db, const StatementArray& s, const std::string& what, Body body) {
+  STAMPFS_RETURN_IF_ERROR(Use(s[kBegin]).Run(db, what + ": begin"));
+  Status st = body();
+  if (st.ok()) st = Use(s[kCommit]).Run(db, what + ": commit");
+  if (!st.ok()) Use(s[kRollback]).Run(db, what + ": rollback").PermitUnchecked();
+  return st;
+}
+
+// A row whose blob no longer decodes is useless: drop it, and mark the
+// listing incomplete so a "complete" listing never silently lacks it.
+void ForgetCorruptRow(sqlite3* db, const StatementArray& s, const std::string& pk,
+                      const std::string& rk) {
+  Use(s[kEraseEntry]).Text(1, pk).Text(2, rk).Run(db, "drop corrupt entry").PermitUnchecked();
+  Use(s[kInvalidate]).Text(1, pk).Run(db, "invalidate listing").PermitUnchecked();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+std::string EncodeProperties(const Entity& entity) {
+  std::string out;
+  out.push_back(static_cast<char>(kFormat));
+  PutVarint(&out, entity.properties.size());
+  for (const auto& [name, value] : entity.properties) {
+    PutBytes(&out, name);
+    PutValue(&out, value);
+  }
+  return out;
+}
+
+Status DecodeProperties(const std::string& bytes, Entity* entity) {
+  if (entity == nullptr) return Status(Code::kInvalidArgument, "DecodeProperties: null entity");
+  Reader in(bytes);
+  uint8_t format;
+  if (!in.Byte(&format)) return Corrupt("empty");
+  if (format != kFormat) return Corrupt("unknown format " + std::to_string(format));
+  uint64_t count;
+  if (!in.Varint(&count)) return Corrupt("truncated property count");
+  std::map<std::string, PropertyValue> properties;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string name;
+    if (!in.Bytes(&name)) return Corrupt("truncated property name");
+    if (!properties.empty() && name <= properties.rbegin()->first) {
+      return Corrupt("property names out of order or repeated");
+    }
+    PropertyValue value;
+    STAMPFS_RETURN_IF_ERROR(ReadValue(&in, &value));
+    properties.emplace_hint(properties.end(), std::move(name), std::move(value));
+  }
+  if (!in.done()) return Corrupt("trailing bytes");
+  entity->properties = std::move(properties);
+  return Status::Ok();
+}
+
+struct MetaCache::Statements {
+  StatementArray s{};
+  Statements() = default;
+  Statements(const Statements&) = delete;
+  Statements& operator=(const Statements&) = delete;
+  ~Statements() {
+    for (sqlite3_stmt* stmt : s) sqlite3_finalize(stmt);  // finalize(nullptr) is a no-op
+  }
+};
+
+MetaCache::MetaCache(sqlite3* db) : db_(db), stmts_(std::make_unique<Statements>()) {}
+
+MetaCache::~MetaCache() {
+  stmts_.reset();  // statements first, or the connection cannot close
+  sqlite3_close_v2(db_);
+}
+
+Result<std::unique_ptr<MetaCache>> MetaCache::Open(const std::string& path) {
+  const std::string what = "open metadata cache " + path;
+  Status st = CheckParentDirectory(path);
+  if (!st.ok()) return st.WithContext(what);
+  sqlite3* db = nullptr;
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    st = SqliteStatus(db, rc, what);
+    sqlite3_close_v2(db);  // a no-op on nullptr
+    return st;
+  }
+  std::unique_ptr<MetaCache> cache(new MetaCache(db));  // owns db from here
+  st = Configure(db);
+  if (st.ok()) st = Prepare(db, &cache->stmts_->s);
+  if (!st.ok()) return st.WithContext(what);
+  return cache;
+}
+
+std::optional<CachedEntity> MetaCache::GetEntry(const std::string& partition_key,
+                                                const std::string& row_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const StatementArray& s = stmts_->s;
+  CachedEntity out;
+  {
+    Use q(s[kGetEntry]);
+    if (q.Text(1, partition_key).Text(2, row_key).Step() != SQLITE_ROW) return std::nullopt;
+    if (DecodeProperties(q.Bytes(0), &out.entity).ok()) {
+      out.entity.partition_key = partition_key;
+      out.entity.row_key = row_key;
+      out.entity.etag = q.Bytes(1);
+      out.fetched_ms = q.Int(2);
+      return out;
+    }
+  }
+  ForgetCorruptRow(db_, s, partition_key, row_key);
+  return std::nullopt;
+}
+
+Status MetaCache::PutEntry(const Entity& entity, int64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string props = EncodeProperties(entity);
+  return Use(stmts_->s[kPutEntry])
+      .Text(1, entity.partition_key)
+      .Text(2, entity.row_key)
+      .Blob(3, props)
+      .Text(4, entity.etag)
+      .Int(5, now_ms)
+      .Run(db_, "metadata cache: put entry");
+}
+
+Status MetaCache::EraseEntry(const std::string& partition_key, const std::string& row_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Use(stmts_->s[kEraseEntry])
+      .Text(1, partition_key)
+      .Text(2, row_key)
+      .Run(db_, "metadata cache: erase entry");
+}
+
+std::optional<DirectoryGeneration> MetaCache::GetGeneration(const std::string& partition_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Use q(stmts_->s[kGetGeneration]);
+  if (q.Text(1, partition_key).Step() != SQLITE_ROW) return std::nullopt;
+  DirectoryGeneration g;
+  g.dot_etag = q.Bytes(0);
+  g.complete = q.Int(1) != 0;
+  g.validated_ms = q.Int(2);
+  return g;
+}
+
+Status MetaCache::SetGeneration(const std::string& partition_key,
+                                const DirectoryGeneration& generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Use(stmts_->s[kSetGeneration])
+      .Text(1, partition_key)
+      .Text(2, generation.dot_etag)
+      .Int(3, generation.complete ? 1 : 0)
+      .Int(4, generation.validated_ms)
+      .Run(db_, "metadata cache: set generation");
+}
+
+Status MetaCache::InvalidateListing(const std::string& partition_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Use(stmts_->s[kInvalidate])
+      .Text(1, partition_key)
+      .Run(db_, "metadata cache: invalidate listing");
+}
+
+Status MetaCache::PutListing(const std::string& partition_key, const std::vector<Entity>& entries,
+                             const std::string& dot_etag, int64_t now_ms) {
+  for (const Entity& e : entries) {
+    if (e.partition_key != partition_key) {
+      return Status(Code::kInvalidArgument,
+                    "metadata cache: put listing: entry of another partition");
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const StatementArray& s = stmts_->s;
+  const std::string what = "metadata cache: put listing";
+  return InTransaction(db_, s, what, [&]() -> Status {
+    STAMPFS_RETURN_IF_ERROR(Use(s[kDeleteEntries]).Text(1, partition_key).Run(db_, what));
+    for (const Entity& e : entries) {
+      const std::string props = EncodeProperties(e);
+      STAMPFS_RETURN_IF_ERROR(Use(s[kPutEntry])
+                                  .Text(1, partition_key)
+                                  .Text(2, e.row_key)
+                                  .Blob(3, props)
+                                  .Text(4, e.etag)
+                                  .Int(5, now_ms)
+                                  .Run(db_, what));
+    }
+    return Use(s[kSetGeneration])
+        .Text(1, partition_key)
+        .Text(2, dot_etag)
+        .Int(3, 1)
+        .Int(4, now_ms)
+        .Run(db_, what);
+  });
+}
+
+std::vector<CachedEntity> MetaCache::ListEntries(const std::string& partition_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const StatementArray& s = stmts_->s;
+  std::vector<CachedEntity> out;
+  std::vector<std::string> corrupt;
+  int rc;
+  {
+    Use q(s[kListEntries]);
+    q.Text(1, partition_key);
+    while ((rc = q.Step()) == SQLITE_ROW) {
+      CachedEntity c;
+      c.entity.row_key = q.Bytes(0);
+      if (!DecodeProperties(q.Bytes(1), &c.entity).ok()) {
+        corrupt.push_back(std::move(c.entity.row_key));
+        continue;
+      }
+      c.entity.partition_key = partition_key;
+      c.entity.etag = q.Bytes(2);
+      c.fetched_ms = q.Int(3);
+      out.push_back(std::move(c));
+    }
+  }
+  for (const std::string& rk : corrupt) ForgetCorruptRow(db_, s, partition_key, rk);
+  if (rc != SQLITE_DONE) {
+    // A partial listing must not pass for a complete one.
+    Use(s[kInvalidate]).Text(1, partition_key).Run(db_, "invalidate").PermitUnchecked();
+  }
+  return out;
+}
+
+Status MetaCache::DropPartition(const std::string& partition_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const StatementArray& s = stmts_->s;
+  const std::string what = "metadata cache: drop partition";
+  return InTransaction(db_, s, what, [&]() -> Status {
+    STAMPFS_RETURN_IF_ERROR(Use(s[kDeleteEntries]).Text(1, partition_key).Run(db_, what));
+    return Use(s[kDeleteGeneration]).Text(1, partition_key).Run(db_, what);
+  });
+}
+
+}  // namespace stampfs

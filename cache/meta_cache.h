@@ -1,0 +1,82 @@
+// The persistent metadata cache: table entities as last seen (with their
+// ETags and when they were fetched), and per-directory generations (the ETag
+// of the directory's "." row and whether the cached listing is complete).
+//
+// Invariant: a listing marked complete for partition P with dot ETag E holds
+// exactly the entries the table had in P when P's "." row had ETag E. Writers
+// that change P through the table must update the cache under the same rule
+// (PutEntry/EraseEntry plus SetGeneration with the new "." ETag their batch
+// returned) or call InvalidateListing(P).
+//
+// Thread-safe: one SQLite connection guarded by a mutex; WAL mode. Survives
+// restarts: Open() of the same file sees everything written before.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/status.h"
+#include "storage/table_store.h"
+
+struct sqlite3;
+
+namespace stampfs {
+
+struct CachedEntity {
+  Entity entity;           // keys, properties and ETag as last read or written
+  int64_t fetched_ms = 0;  // when the table last confirmed it (ms since epoch)
+};
+
+struct DirectoryGeneration {
+  std::string dot_etag;      // ETag of the directory's "." row
+  bool complete = false;     // every entry of the partition is cached
+  int64_t validated_ms = 0;  // when dot_etag was last confirmed against the table
+};
+
+class MetaCache {
+ public:
+  // `path` is a file (created if missing) or ":memory:".
+  static Result<std::unique_ptr<MetaCache>> Open(const std::string& path);
+  ~MetaCache();
+  MetaCache(const MetaCache&) = delete;
+  MetaCache& operator=(const MetaCache&) = delete;
+
+  std::optional<CachedEntity> GetEntry(const std::string& partition_key,
+                                       const std::string& row_key);
+  Status PutEntry(const Entity& entity, int64_t now_ms);
+  Status EraseEntry(const std::string& partition_key, const std::string& row_key);
+
+  std::optional<DirectoryGeneration> GetGeneration(const std::string& partition_key);
+  // Sets the "." ETag and completeness of a partition.
+  Status SetGeneration(const std::string& partition_key, const DirectoryGeneration& generation);
+  // Marks a partition's listing incomplete (its entries stay as hints).
+  Status InvalidateListing(const std::string& partition_key);
+
+  // Replaces every cached entry of the partition with `entries` and records
+  // the generation as complete, in one SQLite transaction.
+  Status PutListing(const std::string& partition_key, const std::vector<Entity>& entries,
+                    const std::string& dot_etag, int64_t now_ms);
+  // Every cached entry of the partition (whatever its completeness), by RowKey.
+  std::vector<CachedEntity> ListEntries(const std::string& partition_key);
+
+  // Forgets a partition entirely (entries and generation).
+  Status DropPartition(const std::string& partition_key);
+
+ private:
+  struct Statements;  // prepared statements, one per operation (meta_cache.cc)
+
+  explicit MetaCache(sqlite3* db);
+  std::mutex mu_;
+  sqlite3* db_;                        // GUARDED_BY(mu_)
+  std::unique_ptr<Statements> stmts_;  // GUARDED_BY(mu_); finalized before db_ closes
+};
+
+// Entity properties <-> a compact self-describing blob for SQLite (types kept).
+std::string EncodeProperties(const Entity& entity);
+Status DecodeProperties(const std::string& bytes, Entity* entity);
+
+}  // namespace stampfs
