@@ -1,0 +1,201 @@
+// stampfs: mount an Azure Storage container as a local file system.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cache/meta_cache.h"
+#include "fs/file_data.h"
+#include "fs/fuse_ops.h"
+#include "fs/log.h"
+#include "fs/mount_options.h"
+#include "fs/namespace.h"
+#include "storage/azure_clients.h"
+#include "storage/connection_string.h"
+
+namespace stampfs {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: stampfs mount [options] CONTAINER MOUNTPOINT\n"
+    "       stampfs unmount MOUNTPOINT\n"
+    "       stampfs --help | mount --help | --version\n";
+
+int Fail(const std::string& message) {
+  std::cerr << "stampfs: " << message << "\n";
+  return 1;
+}
+
+// What to try next, by the kind of failure.
+std::string HintFor(const Status& s) {
+  switch (s.code()) {
+    case Code::kAuth:
+      return " (check the account name and key, or the SAS token's permissions and expiry)";
+    case Code::kTransport:
+    case Code::kTimeout:
+      return " (is the endpoint reachable? for the emulator: scripts/azurite start)";
+    default:
+      return "";
+  }
+}
+
+Result<StorageAccount> LoadAccount(const MountOptions& o) {
+  std::string text;
+  if (!o.connection_string_file.empty()) {
+    auto t = ReadConnectionStringFile(o.connection_string_file);
+    STAMPFS_RETURN_IF_ERROR(t);
+    text = *t;
+  } else if (const char* env = std::getenv("AZURE_STORAGE_CONNECTION_STRING"); env && *env) {
+    text = env;
+  } else {
+    text = kDevelopmentConnectionString;
+  }
+  return ParseConnectionString(text);
+}
+
+// Holds an exclusive lock on the cache directory for the life of the mount.
+Result<int> LockCacheDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/work", ec);
+  if (ec) return Status(Code::kInvalidArgument, "cache_dir " + dir + ": " + ec.message());
+  int fd = open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Status(Code::kInvalidArgument, "cache_dir " + dir + ": " + strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return Status(Code::kConflict, "cache_dir " + dir + " is in use by another stampfs mount");
+  }
+  return fd;
+}
+
+std::string FuseOptionString(const MountOptions& o) {
+  std::string opts = "default_permissions,fsname=stampfs:" + o.container + ",subtype=stampfs";
+  if (o.allow_other) opts += ",allow_other";
+  if (o.read_only) opts += ",ro";
+  for (const std::string& k : o.kernel_options) opts += "," + k;
+  return opts;
+}
+
+int Serve(const MountOptions& o, Namespace& ns, FileData& data) {
+  FsContext ctx{&ns, &data, o.attr_timeout, o.read_only};
+  std::vector<std::string> argv_s = {"stampfs", "-o", FuseOptionString(o)};
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  fuse_session* se = fuse_session_new(&args, FuseOperations(), sizeof(fuse_lowlevel_ops), &ctx);
+  if (!se) return Fail("cannot create the FUSE session");
+  int rc = 1;
+  if (fuse_set_signal_handlers(se) == 0) {
+    if (fuse_session_mount(se, o.mountpoint.c_str()) == 0) {
+      if (fuse_daemonize(o.foreground ? 1 : 0) == 0) {
+        if (!o.foreground) LogToSyslog();
+        LogInfo("mounted container " + o.container + " at " + o.mountpoint);
+        fuse_loop_config cfg{};
+        cfg.clone_fd = 0;
+        cfg.max_idle_threads = 16;
+        rc = fuse_session_loop_mt(se, &cfg) == 0 ? 0 : 1;
+      }
+      fuse_session_unmount(se);
+    } else {
+      Fail("cannot mount at " + o.mountpoint);
+    }
+    fuse_remove_signal_handlers(se);
+  }
+  fuse_session_destroy(se);
+  LogInfo("unmounted " + o.mountpoint);
+  return rc;
+}
+
+int Mount(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << MountUsage();
+      return 0;
+    }
+  }
+  auto parsed = ParseMountArgs(args);
+  if (!parsed.ok()) return Fail(parsed.status().message() + "\n" + kUsage);
+  MountOptions o = *parsed;
+  LogLevel level;
+  if (!ParseLogLevel(o.log_level, &level)) return Fail("unknown log_level " + o.log_level);
+  SetLogLevel(level);
+  struct stat st;
+  if (stat(o.mountpoint.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Fail("mountpoint " + o.mountpoint + " is not a directory");
+  }
+  if (access("/dev/fuse", R_OK | W_OK) != 0) {
+    return Fail("/dev/fuse is missing or not accessible (" + std::string(strerror(errno)) +
+                "): load the fuse module or install fuse3");
+  }
+  auto account = LoadAccount(o);
+  if (!account.ok()) return Fail(account.status().message());
+  if (o.cache_dir.empty()) o.cache_dir = DefaultCacheDir(account->account_name, o.container);
+  auto lock = LockCacheDir(o.cache_dir);
+  if (!lock.ok()) return Fail(lock.status().message());
+
+  ClientOptions client;
+  client.retry.attempt_timeout = std::chrono::seconds(20);
+  client.retry.total_deadline = std::chrono::seconds(45);
+  auto blobs = MakeAzureBlobClient(*account, client);
+  auto table = MakeAzureTableClient(*account, client);
+  auto cache = MetaCache::Open(o.cache_dir + "/meta.db");
+  if (!cache.ok()) return Fail(cache.status().ToString());
+
+  NamespaceOptions nso;
+  nso.container = o.container;
+  nso.table = o.table;
+  nso.ttl_ms = static_cast<int64_t>(o.attr_timeout * 1000);
+  nso.read_only = o.read_only;
+  nso.force_uid = o.uid;
+  nso.force_gid = o.gid;
+  nso.umask = o.umask.value_or(0);
+  Namespace ns(*table, *blobs, cache->get(), nso);
+  Status init = ns.Init();
+  if (!init.ok()) {
+    return Fail("cannot mount " + o.container + " from " + account->Describe() + ": " +
+                init.ToString() + HintFor(init));
+  }
+  FileData data(ns, *blobs, o.container, o.cache_dir + "/work");
+  return Serve(o, ns, data);
+}
+
+int Unmount(const std::vector<std::string>& args) {
+  if (args.size() != 1) return Fail(std::string("unmount needs a MOUNTPOINT\n") + kUsage);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execlp("fusermount3", "fusermount3", "-u", args[0].c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace
+}  // namespace stampfs
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) return stampfs::Fail(stampfs::kUsage);
+  const std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::cout << stampfs::kUsage << "\n" << stampfs::MountUsage();
+    return 0;
+  }
+  if (cmd == "--version") {
+    std::cout << "stampfs 0.1.0\n";
+    return 0;
+  }
+  if (cmd == "mount") return stampfs::Mount(args);
+  if (cmd == "unmount" || cmd == "umount") return stampfs::Unmount(args);
+  return stampfs::Fail("unknown command " + cmd + "\n" + stampfs::kUsage);
+}

@@ -1,0 +1,55 @@
+// The command line of `stampfs mount` and its -o options.
+//
+//   stampfs mount [-f] [-o OPT[,OPT...]] [--connection-string-file FILE]
+//                 CONTAINER MOUNTPOINT
+//
+// Secrets are never accepted on the command line (ps shows it): the
+// connection string comes from --connection-string-file /
+// -o connection_string_file=, or $AZURE_STORAGE_CONNECTION_STRING, or the
+// default UseDevelopmentStorage=true.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/status.h"
+
+namespace stampfs {
+
+struct MountOptions {
+  std::string container;
+  std::string mountpoint;
+  bool foreground = false;
+  bool read_only = false;
+  bool allow_other = false;
+  double attr_timeout = 2.0;  // seconds: metadata trusted this long, then revalidated
+  std::string cache_dir;      // default: DefaultCacheDir(account, container)
+  std::string table;          // default: DefaultTableName(container)
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  std::optional<uint32_t> umask;
+  std::string connection_string_file;
+  std::string log_level = "info";
+  // Options passed to the kernel mount as they are (nosuid, nodev, noexec, ...).
+  std::vector<std::string> kernel_options;
+};
+
+// Parses the arguments after "mount". Errors name the offending option.
+Result<MountOptions> ParseMountArgs(const std::vector<std::string>& args);
+// Applies one "-o" list ("ro,attr_timeout=5,...") to `options`.
+Status ApplyOptionList(const std::string& list, MountOptions* options);
+
+// Container names: 3-63 of [a-z0-9-], starting and ending alphanumeric, no "--".
+Status CheckContainerName(const std::string& name);
+// "fs" + the container name's letters and digits (+ a hash when it had
+// hyphens, so "a-b" and "ab" differ): a valid table name.
+std::string DefaultTableName(const std::string& container);
+// $XDG_CACHE_HOME/stampfs/ACCOUNT/CONTAINER, else ~/.cache/..., else
+// /var/cache/stampfs/... for root.
+std::string DefaultCacheDir(const std::string& account, const std::string& container);
+
+std::string MountUsage();
+
+}  // namespace stampfs

@@ -1,0 +1,36 @@
+#include "fs/names.h"
+
+#include "storage/table_keys.h"
+
+namespace stampfs {
+
+Status CheckName(const std::string& name) {
+  if (name.size() > kMaxNameBytes) {
+    return Status(Code::kNameTooLong, "name longer than 255 bytes");
+  }
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos) {
+    return Status(Code::kInvalidArgument, "invalid file name");
+  }
+  return Status::Ok();
+}
+
+std::string BaseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+Result<std::string> NameOfEntry(const Entity& entry) {
+  if (const Binary* b = entry.GetBinary("name")) return b->bytes;
+  if (IsHashedKey(entry.row_key)) {
+    return Status(Code::kCorruption, "hashed row key " + entry.row_key + " without a name");
+  }
+  return UnescapeKey(entry.row_key);
+}
+
+void SetEntryName(const std::string& name, Entity* entry) {
+  if (IsHashedKey(entry->row_key)) {
+    entry->properties["name"] = Binary{name};
+  } else {
+    entry->properties.erase("name");
+  }
+}
+
+}  // namespace stampfs

@@ -1,0 +1,326 @@
+// Namespace: reading (lookup, getattr, readdir), the metadata cache protocol,
+// directory transactions and inode allocation. Changes live in
+// namespace_mutate.cc and namespace_rename.cc.
+#include "fs/namespace.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "fs/names.h"
+#include "storage/table_keys.h"
+
+namespace stampfs {
+
+namespace {
+
+constexpr const char* kFsPartition = "~fs";
+constexpr const char* kInoCounterRow = "ino-counter";
+constexpr const char* kFormatRow = "format";
+constexpr int64_t kFormatVersion = 1;
+
+int64_t SystemNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool IsOkOrExists(const Status& s) { return s.ok() || s.Is(Code::kAlreadyExists); }
+
+}  // namespace
+
+Namespace::Namespace(TableStore& table, BlobStore& blobs, MetaCache* cache,
+                     NamespaceOptions options)
+    : table_(table), blobs_(blobs), cache_(cache), options_(std::move(options)) {
+  if (!options_.now_ms) options_.now_ms = SystemNowMs;
+}
+
+int64_t Namespace::NowMs() const { return options_.now_ms(); }
+
+std::mutex& Namespace::StripeFor(const std::string& dir_path) {
+  return stripes_[std::hash<std::string>{}(dir_path) % kStripes];
+}
+
+Status Namespace::Init() {
+  const std::string& c = options_.container;
+  const std::string& t = options_.table;
+  if (!options_.read_only) {
+    Status s = blobs_.CreateContainer(c);
+    if (!IsOkOrExists(s)) return s.WithContext("create container " + c);
+    s = table_.CreateTable(t);
+    if (!IsOkOrExists(s)) return s.WithContext("create table " + t);
+  }
+  STAMPFS_RETURN_IF_ERROR(blobs_.GetContainerProperties(c).WithContext("container " + c));
+  auto root = table_.Get(t, PartitionKeyForDirectory("/"), kDotRowKey);
+  table_requests++;
+  if (root.ok()) return Status::Ok();
+  if (!root.status().Is(Code::kNotFound)) return root.status().WithContext("table " + t);
+  if (options_.read_only) {
+    return Status(Code::kNotFound, "table " + t + " has no root directory and the mount is read-only");
+  }
+  Entity format{kFsPartition, kFormatRow, {{"version", kFormatVersion}}, {}};
+  Entity counter{kFsPartition, kInoCounterRow, {{"next", static_cast<int64_t>(kRootIno + 1)}}, {}};
+  for (const Entity& e : {format, counter}) {
+    auto r = table_.Insert(t, e);
+    if (!r.ok() && !r.status().Is(Code::kAlreadyExists)) return r.status();
+  }
+  Attr attr;
+  attr.ino = kRootIno;
+  attr.mode = S_IFDIR | 0755;
+  attr.uid = getuid();
+  attr.gid = getgid();
+  attr.mtime_ns = attr.ctime_ns = attr.atime_ns = NowNs();
+  Entity dot{PartitionKeyForDirectory("/"), kDotRowKey, {}, {}};
+  AttrToEntity(attr, &dot);
+  auto r = table_.Insert(t, dot);
+  table_requests += 3;
+  if (!r.ok() && !r.status().Is(Code::kAlreadyExists)) return r.status();
+  return Status::Ok();
+}
+
+Attr Namespace::Present(Attr attr) const {
+  if (options_.force_uid) attr.uid = *options_.force_uid;
+  if (options_.force_gid) attr.gid = *options_.force_gid;
+  attr.mode &= ~(options_.umask & 07777);
+  return attr;
+}
+
+Result<std::string> Namespace::PathOf(uint64_t ino) {
+  auto p = inodes_.PathOf(ino);
+  if (!p) return Status(Code::kNotFound, "inode " + std::to_string(ino) + " is not known");
+  return *p;
+}
+
+Result<Namespace::Located> Namespace::Locate(uint64_t parent, const std::string& name) {
+  STAMPFS_RETURN_IF_ERROR(CheckName(name));
+  auto dir = PathOf(parent);
+  STAMPFS_RETURN_IF_ERROR(dir);
+  return Located{*dir, name, JoinPath(*dir, name)};
+}
+
+Result<std::string> Namespace::FetchDotEtag(const std::string& pk) {
+  table_requests++;
+  auto dot = table_.Get(options_.table, pk, kDotRowKey);
+  STAMPFS_RETURN_IF_ERROR(dot);
+  return dot->etag;
+}
+
+// Listing protocol: read the "." ETag first, then the partition. A change made
+// while the pages are read changes "." after the ETag we record, so the next
+// revalidation sees a different ETag and lists again: the cache never claims a
+// listing exact for an ETag it does not match.
+Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path) {
+  const std::string pk = PartitionKeyForDirectory(dir_path);
+  std::optional<std::string> dot;
+  if (cache_) {
+    auto gen = cache_->GetGeneration(pk);
+    if (gen && gen->complete) {
+      bool fresh = NowMs() - gen->validated_ms < options_.ttl_ms;
+      if (!fresh) {
+        auto current = FetchDotEtag(pk);
+        STAMPFS_RETURN_IF_ERROR(current);
+        dot = *current;
+        if (*dot == gen->dot_etag) {
+          gen->validated_ms = NowMs();
+          cache_->SetGeneration(pk, *gen).PermitUnchecked();
+          fresh = true;
+        }
+      }
+      if (fresh) {
+        std::vector<Entity> out;
+        for (auto& ce : cache_->ListEntries(pk)) out.push_back(std::move(ce.entity));
+        return out;
+      }
+    }
+  }
+  if (!dot) {
+    auto current = FetchDotEtag(pk);
+    STAMPFS_RETURN_IF_ERROR(current);
+    dot = *current;
+  }
+  QueryOptions q;
+  q.filter = FilterPartition(pk);
+  std::vector<Entity> entries;
+  std::string npk, nrk;
+  do {
+    table_requests++;
+    auto page = table_.QueryPage(options_.table, q, npk, nrk);
+    STAMPFS_RETURN_IF_ERROR(page);
+    for (auto& e : page->entities) {
+      if (e.row_key != kDotRowKey) entries.push_back(std::move(e));
+    }
+    npk = page->next_partition_key;
+    nrk = page->next_row_key;
+  } while (!npk.empty() || !nrk.empty());
+  if (cache_) cache_->PutListing(pk, entries, *dot, NowMs()).PermitUnchecked();
+  return entries;
+}
+
+Result<Entity> Namespace::FetchEntry(const std::string& dir_path, const std::string& name,
+                                     bool fresh) {
+  const std::string pk = PartitionKeyForDirectory(dir_path);
+  const std::string rk = RowKeyForName(name);
+  if (cache_ && !fresh) {
+    auto gen = cache_->GetGeneration(pk);
+    auto ce = cache_->GetEntry(pk, rk);
+    if (gen && gen->complete) {
+      if (NowMs() - gen->validated_ms >= options_.ttl_ms) {
+        STAMPFS_RETURN_IF_ERROR(FetchListing(dir_path));  // one request when unchanged
+        ce = cache_->GetEntry(pk, rk);
+      }
+      if (!ce) return Status(Code::kNotFound, JoinPath(dir_path, name));
+      return ce->entity;
+    }
+    if (ce && NowMs() - ce->fetched_ms < options_.ttl_ms) return ce->entity;
+  }
+  table_requests++;
+  auto r = table_.Get(options_.table, pk, rk);
+  if (cache_) {
+    if (r.ok()) cache_->PutEntry(*r, NowMs()).PermitUnchecked();
+    if (r.status().Is(Code::kNotFound)) cache_->EraseEntry(pk, rk).PermitUnchecked();
+  }
+  if (r.status().Is(Code::kNotFound)) return Status(Code::kNotFound, JoinPath(dir_path, name));
+  return r;
+}
+
+Result<Entity> Namespace::FetchEntryOf(uint64_t ino, std::string* path, bool fresh) {
+  auto p = PathOf(ino);
+  STAMPFS_RETURN_IF_ERROR(p);
+  if (path) *path = *p;
+  if (*p == "/") {
+    table_requests++;
+    return table_.Get(options_.table, PartitionKeyForDirectory("/"), kDotRowKey);
+  }
+  auto e = FetchEntry(ParentPath(*p), BaseName(*p), fresh);
+  // Another mount replaced or removed the name: this inode no longer has it.
+  if (e.ok() && static_cast<uint64_t>(e->GetInt64("ino")) != ino) {
+    return Status(Code::kNotFound, *p + " now names another file");
+  }
+  return e;
+}
+
+// Appends the merge of the directory's "." row, so its ETag changes with the
+// entries. With a complete cached listing the merge is If-Match:<cached ETag>,
+// and success proves nobody else changed the directory: the cache is updated
+// in place and stays complete. Otherwise it is If-Match:* and the listing is
+// invalidated.
+Result<BatchResult> Namespace::CommitInDirectory(const std::string& dir_path,
+                                                 std::vector<TableOperation> ops,
+                                                 BatchError* error) {
+  const std::string pk = PartitionKeyForDirectory(dir_path);
+  std::lock_guard<std::mutex> lock(StripeFor(dir_path));
+  std::optional<DirectoryGeneration> gen;
+  if (cache_) gen = cache_->GetGeneration(pk);
+  bool exact = gen && gen->complete;
+  Entity dot{pk, kDotRowKey, {{"touched", NowNs()}}, {}};
+  ops.push_back(TableOperation::Merge(dot, Condition::IfMatch(exact ? gen->dot_etag : "*")));
+  const int dot_index = static_cast<int>(ops.size()) - 1;
+  BatchError local;
+  BatchError* err = error ? error : &local;
+  for (int attempt = 0;; ++attempt) {
+    table_requests++;
+    auto r = table_.ExecuteBatch(options_.table, ops, err);
+    if (r.ok()) {
+      if (cache_) {
+        for (size_t i = 0; i + 1 < ops.size(); ++i) {
+          const Entity& e = ops[i].entity;
+          if (ops[i].kind == TableOperation::Kind::kDelete) {
+            cache_->EraseEntry(e.partition_key, e.row_key).PermitUnchecked();
+          } else {
+            Entity stored = e;
+            stored.etag = r->etags[i];
+            cache_->PutEntry(stored, NowMs()).PermitUnchecked();
+          }
+        }
+        if (exact) {
+          cache_->SetGeneration(pk, {r->etags.back(), true, NowMs()}).PermitUnchecked();
+        } else {
+          cache_->InvalidateListing(pk).PermitUnchecked();
+        }
+      }
+      r->etags.pop_back();
+      return r;
+    }
+    if (err->failed_index == dot_index && r.status().Is(Code::kPreconditionFailed) && exact &&
+        attempt == 0) {
+      // Another mount changed the directory: our listing is stale. The entry
+      // operations carry their own conditions, so retry without the "." one.
+      cache_->InvalidateListing(pk).PermitUnchecked();
+      exact = false;
+      ops.back().condition = Condition::IfMatch("*");
+      continue;
+    }
+    if (err->failed_index == dot_index && r.status().Is(Code::kNotFound)) {
+      if (cache_) cache_->DropPartition(pk).PermitUnchecked();
+      return Status(Code::kNotFound, "directory " + dir_path + " was removed");
+    }
+    return r.status();
+  }
+}
+
+Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
+  auto loc = Locate(parent, name);
+  STAMPFS_RETURN_IF_ERROR(loc);
+  auto e = FetchEntry(loc->parent_path, name, false);
+  STAMPFS_RETURN_IF_ERROR(e);
+  auto attr = AttrFromEntity(*e);
+  STAMPFS_RETURN_IF_ERROR(attr);
+  inodes_.Remember(attr->ino, parent, name, attr->IsDir());
+  return attr;
+}
+
+void Namespace::Remember(uint64_t parent, const DirEntry& entry) {
+  inodes_.Remember(entry.attr.ino, parent, entry.name, entry.attr.IsDir());
+}
+
+void Namespace::Forget(uint64_t ino, uint64_t nlookup) { inodes_.Forget(ino, nlookup); }
+
+Result<Attr> Namespace::GetAttr(uint64_t ino) {
+  auto e = FetchEntryOf(ino, nullptr, false);
+  STAMPFS_RETURN_IF_ERROR(e);
+  return AttrFromEntity(*e);
+}
+
+Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
+  auto path = PathOf(ino);
+  STAMPFS_RETURN_IF_ERROR(path);
+  auto entities = FetchListing(*path);
+  STAMPFS_RETURN_IF_ERROR(entities);
+  std::vector<DirEntry> out;
+  out.reserve(entities->size());
+  for (const Entity& e : *entities) {
+    auto name = NameOfEntry(e);
+    auto attr = AttrFromEntity(e);
+    if (!name.ok() || !attr.ok()) continue;  // not ours (fsck reports it)
+    out.push_back({*name, *attr});
+  }
+  return out;
+}
+
+Result<uint64_t> Namespace::AllocateIno() {
+  std::lock_guard<std::mutex> lock(ino_mu_);
+  if (next_ino_ < ino_limit_) return next_ino_++;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    table_requests++;
+    auto counter = table_.Get(options_.table, kFsPartition, kInoCounterRow);
+    STAMPFS_RETURN_IF_ERROR(counter);
+    int64_t next = counter->GetInt64("next");
+    Entity updated{kFsPartition, kInoCounterRow,
+                   {{"next", next + static_cast<int64_t>(options_.ino_range)}}, {}};
+    table_requests++;
+    auto r = table_.Update(options_.table, updated, UpdateMode::kReplace,
+                           Condition::IfMatch(counter->etag));
+    if (r.ok()) {
+      next_ino_ = static_cast<uint64_t>(next);
+      ino_limit_ = next_ino_ + options_.ino_range;
+      return next_ino_++;
+    }
+    if (!r.status().Is(Code::kPreconditionFailed)) return r.status();
+    // Another mount took a range first; try again with its result.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1 + attempt * 2));
+  }
+  return Status(Code::kInternal, "inode counter: too many concurrent allocations");
+}
+
+}  // namespace stampfs

@@ -1,0 +1,173 @@
+// The namespace: directories, names and attributes kept in table entities
+// keyed by directory, with no FUSE types. fs/fuse_ops.cc adapts it to the
+// kernel; tests drive it directly on the fakes.
+//
+// Protocol (docs/design.md):
+// - Every change to entries of directory D is one entity group transaction on
+//   D's partition that also merges D's "." row, so the "." ETag changes with
+//   any entry change. With a complete cached listing the merge is
+//   If-Match:<cached "." ETag>, and success proves the cache stays exact.
+// - mkdir inserts the new "." row first, then the entry in the parent.
+// - rmdir checks emptiness, deletes "." If-Match the ETag seen while checking
+//   (a concurrent create changed it: ENOTEMPTY), then deletes the entry.
+// - create's batch merges the parent's "." row: if it is gone, the batch fails
+//   and no file appears in a removed directory.
+// - Inode numbers come from ~fs/ino-counter in ranges, by optimistic
+//   read-modify-write on its ETag.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/meta_cache.h"
+#include "fs/attr.h"
+#include "fs/inode_table.h"
+#include "fs/xattr.h"
+#include "storage/blob_store.h"
+#include "storage/table_store.h"
+
+namespace stampfs {
+
+struct NamespaceOptions {
+  std::string container;
+  std::string table;
+  int64_t ttl_ms = 1000;  // trust cached metadata this long, then revalidate
+  bool read_only = false;
+  std::optional<uint32_t> force_uid;  // -o uid=: shown as owner of everything
+  std::optional<uint32_t> force_gid;
+  uint32_t umask = 0;  // -o umask=: applied to modes shown
+  uint64_t ino_range = 1024;  // inode numbers reserved per counter update
+  std::function<int64_t()> now_ms;  // clock for TTLs (tests); default: system clock
+};
+
+struct DirEntry {
+  std::string name;
+  Attr attr;
+};
+
+// The current state of a regular file, for the data path.
+struct FileState {
+  Attr attr;
+  std::string blob;        // blob name
+  std::string blob_etag;   // committed blob ETag ("" before the first commit)
+  std::string entity_etag;
+  std::string path;
+};
+
+struct SetAttrRequest {
+  std::optional<uint32_t> mode;  // permission bits only
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  std::optional<uint64_t> size;  // applied to the entity only (data is fs/file_data's job)
+  std::optional<int64_t> atime_ns;
+  std::optional<int64_t> mtime_ns;
+};
+
+class Namespace {
+ public:
+  Namespace(TableStore& table, BlobStore& blobs, MetaCache* cache, NamespaceOptions options);
+
+  // Creates the table, container, root "." row and ~fs rows when missing
+  // (except read-only), and checks that the credentials can read both.
+  Status Init();
+
+  Result<Attr> Lookup(uint64_t parent, const std::string& name);
+  void Forget(uint64_t ino, uint64_t nlookup);
+  // Counts a lookup for an entry handed to the kernel by readdirplus.
+  void Remember(uint64_t parent, const DirEntry& entry);
+  Result<Attr> GetAttr(uint64_t ino);
+  Result<Attr> SetAttr(uint64_t ino, const SetAttrRequest& request);
+  // Entries of a directory with full attributes (one partition query when not cached).
+  Result<std::vector<DirEntry>> ReadDir(uint64_t ino);
+
+  Result<Attr> Mkdir(uint64_t parent, const std::string& name, uint32_t mode, uint32_t uid,
+                     uint32_t gid);
+  Status Rmdir(uint64_t parent, const std::string& name);
+  // A regular file entry; kAlreadyExists when the name is taken.
+  Result<Attr> Create(uint64_t parent, const std::string& name, uint32_t mode, uint32_t uid,
+                      uint32_t gid);
+  Result<Attr> Symlink(uint64_t parent, const std::string& name, const std::string& target,
+                       uint32_t uid, uint32_t gid);
+  Result<std::string> ReadLink(uint64_t ino);
+  // Removes a non-directory entry; returns its last state (the caller removes
+  // the blob, at once or after the last close).
+  Result<FileState> Unlink(uint64_t parent, const std::string& name);
+  enum RenameFlags : unsigned { kNoReplace = 1, kExchange = 2 };
+  // Returns the blob names that the caller should delete once no file has
+  // them open (a replaced target's blob).
+  Result<std::vector<std::string>> Rename(uint64_t parent, const std::string& name,
+                                          uint64_t new_parent, const std::string& new_name,
+                                          unsigned flags);
+
+  Result<std::string> GetXattr(uint64_t ino, const std::string& name);
+  Result<std::vector<std::string>> ListXattr(uint64_t ino);
+  enum XattrFlags : int { kXattrCreate = 1, kXattrReplace = 2 };
+  Status SetXattr(uint64_t ino, const std::string& name, const std::string& value, int flags);
+  Status RemoveXattr(uint64_t ino, const std::string& name);
+
+  // Data path support.
+  Result<FileState> GetFile(uint64_t ino, bool fresh = false);
+  // Records a committed blob: size, mtime and blob ETag merged into the entry.
+  Result<Attr> CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns,
+                          const std::string& blob_etag);
+  void Pin(uint64_t ino) { inodes_.Pin(ino); }
+  void Unpin(uint64_t ino) { inodes_.Unpin(ino); }
+
+  const NamespaceOptions& options() const { return options_; }
+  // Attributes as shown to the kernel (uid/gid/umask overrides applied).
+  Attr Present(Attr attr) const;
+  std::atomic<uint64_t> table_requests{0};
+
+ private:
+  struct Located {
+    std::string parent_path;
+    std::string name;
+    std::string path;
+  };
+  Result<Located> Locate(uint64_t parent, const std::string& name);
+  Result<std::string> PathOf(uint64_t ino);
+  // `fresh` skips the cache (before a conditional write that must not be stale).
+  Result<Entity> FetchEntry(const std::string& dir_path, const std::string& name, bool fresh);
+  Result<Entity> FetchEntryOf(uint64_t ino, std::string* path, bool fresh);
+  Result<std::vector<Entity>> FetchListing(const std::string& dir_path);
+  Result<std::string> FetchDotEtag(const std::string& pk);
+  Result<BatchResult> CommitInDirectory(const std::string& dir_path,
+                                        std::vector<TableOperation> ops, BatchError* error);
+  Result<Entity> MergeEntry(uint64_t ino, const std::function<Status(Entity*)>& change);
+  Result<uint64_t> AllocateIno();
+  Entity NewEntry(const std::string& dir_path, const std::string& name, const Attr& attr) const;
+  Entity DotRow(const std::string& dir_path, uint64_t ino) const;
+  Result<Attr> InsertEntry(uint64_t parent, const Located& loc, const Entity& entry);
+  Result<std::string> CheckEmpty(const std::string& pk);
+  Result<FileState> FileStateOf(const Entity& entry, const std::string& path) const;
+  Status ChangeXattrs(uint64_t ino, const std::function<Status(XattrMap*)>& change);
+  Result<std::string> CopyFileBlob(const Entity& entry, const std::string& to_path,
+                                   const Condition& dest);
+  Status MoveChildren(const std::string& from, const std::string& to);
+  int64_t NowMs() const;
+
+  TableStore& table_;
+  BlobStore& blobs_;
+  MetaCache* cache_;  // may be null: then nothing is cached
+  NamespaceOptions options_;
+  InodeTable inodes_;
+
+  std::mutex ino_mu_;
+  uint64_t next_ino_ = 0;  // GUARDED_BY(ino_mu_)
+  uint64_t ino_limit_ = 0;  // GUARDED_BY(ino_mu_)
+
+  // Serializes changes per directory partition (striped): the "." ETag we
+  // expect stays ours between the read and the batch. Lock order: by stripe index.
+  static constexpr size_t kStripes = 64;
+  std::mutex stripes_[kStripes];
+  std::mutex& StripeFor(const std::string& dir_path);
+  std::mutex rename_mu_;  // serializes renames (they lock two stripes)
+};
+
+}  // namespace stampfs

@@ -1,0 +1,349 @@
+// Namespace changes inside one directory: mkdir, rmdir, create, symlink,
+// unlink, setattr, xattrs, file commits.
+#include <sys/stat.h>
+
+#include "fs/names.h"
+#include "fs/namespace.h"
+#include "fs/xattr.h"
+#include "storage/table_keys.h"
+
+namespace stampfs {
+
+namespace {
+
+Attr NewAttr(uint64_t ino, uint32_t mode, uint32_t uid, uint32_t gid) {
+  Attr a;
+  a.ino = ino;
+  a.mode = mode;
+  a.uid = uid;
+  a.gid = gid;
+  a.mtime_ns = a.ctime_ns = a.atime_ns = NowNs();
+  return a;
+}
+
+}  // namespace
+
+Entity Namespace::NewEntry(const std::string& dir_path, const std::string& name,
+                           const Attr& attr) const {
+  Entity e;
+  e.partition_key = PartitionKeyForDirectory(dir_path);
+  e.row_key = RowKeyForName(name);
+  AttrToEntity(attr, &e);
+  SetEntryName(name, &e);
+  if (attr.IsRegular()) e.properties["blob"] = BlobNameFor(JoinPath(dir_path, name));
+  return e;
+}
+
+Entity Namespace::DotRow(const std::string& dir_path, uint64_t ino) const {
+  Entity dot{PartitionKeyForDirectory(dir_path), kDotRowKey, {}, {}};
+  dot.properties["ino"] = static_cast<int64_t>(ino);
+  if (IsHashedKey(dot.partition_key)) dot.properties["path"] = Binary{dir_path};
+  return dot;
+}
+
+Result<Attr> Namespace::InsertEntry(uint64_t parent, const Located& loc, const Entity& entry) {
+  BatchError err;
+  auto r = CommitInDirectory(loc.parent_path, {TableOperation::Insert(entry)}, &err);
+  STAMPFS_RETURN_IF_ERROR(r);
+  auto attr = AttrFromEntity(entry);
+  STAMPFS_RETURN_IF_ERROR(attr);
+  inodes_.Remember(attr->ino, parent, loc.name, attr->IsDir());
+  return attr;
+}
+
+Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t mode,
+                              uint32_t uid, uint32_t gid) {
+  if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  auto loc = Locate(parent, name);
+  STAMPFS_RETURN_IF_ERROR(loc);
+  auto ino = AllocateIno();
+  STAMPFS_RETURN_IF_ERROR(ino);
+  // Step 1: the new directory's "." row. One already there without an entry
+  // in the parent is an unfinished mkdir: adopt it.
+  Entity dot = DotRow(loc->path, *ino);
+  table_requests++;
+  auto inserted = table_.Insert(options_.table, dot);
+  bool adopted = false;
+  if (!inserted.ok()) {
+    if (!inserted.status().Is(Code::kAlreadyExists)) return inserted.status();
+    auto existing = FetchEntry(loc->parent_path, name, true);
+    if (existing.ok()) return Status(Code::kAlreadyExists, loc->path);
+    table_requests++;
+    inserted = table_.Update(options_.table, dot, UpdateMode::kReplace, Condition::None());
+    STAMPFS_RETURN_IF_ERROR(inserted);
+    adopted = true;
+  }
+  // Step 2: the entry, in one transaction with the parent's "." row.
+  Attr attr = NewAttr(*ino, S_IFDIR | (mode & 07777), uid, gid);
+  auto r = InsertEntry(parent, *loc, NewEntry(loc->parent_path, name, attr));
+  if (!r.ok()) {
+    // The name is a file, or the parent vanished: our "." row must not stay.
+    if (!adopted) {
+      table_requests++;
+      table_.Delete(options_.table, dot.partition_key, kDotRowKey, Condition::IfMatch(*inserted))
+          .PermitUnchecked();
+    }
+    return r.status();
+  }
+  if (cache_) cache_->PutListing(dot.partition_key, {}, *inserted, NowMs()).PermitUnchecked();
+  return r;
+}
+
+Status Namespace::Rmdir(uint64_t parent, const std::string& name) {
+  if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  auto loc = Locate(parent, name);
+  STAMPFS_RETURN_IF_ERROR(loc);
+  auto entry = FetchEntry(loc->parent_path, name, true);
+  STAMPFS_RETURN_IF_ERROR(entry);
+  auto attr = AttrFromEntity(*entry);
+  STAMPFS_RETURN_IF_ERROR(attr);
+  if (!attr->IsDir()) return Status(Code::kNotADirectory, loc->path);
+  const std::string pk = PartitionKeyForDirectory(loc->path);
+  auto dot_etag = CheckEmpty(pk);
+  STAMPFS_RETURN_IF_ERROR(dot_etag);
+  // Deleting "." with the ETag seen while checking: a create that raced us
+  // changed it (412, ENOTEMPTY); once "." is gone, creates in it fail.
+  if (!dot_etag->empty()) {
+    table_requests++;
+    Status s = table_.Delete(options_.table, pk, kDotRowKey, Condition::IfMatch(*dot_etag));
+    if (s.Is(Code::kPreconditionFailed)) return Status(Code::kNotEmpty, loc->path);
+    if (!s.ok() && !s.Is(Code::kNotFound)) return s;
+  }
+  if (cache_) cache_->DropPartition(pk).PermitUnchecked();
+  auto r = CommitInDirectory(
+      loc->parent_path,
+      {TableOperation::Delete(entry->partition_key, entry->row_key, Condition::IfMatch("*"))},
+      nullptr);
+  STAMPFS_RETURN_IF_ERROR(r);
+  inodes_.Detach(attr->ino);
+  return Status::Ok();
+}
+
+// The "." ETag of an empty directory ("" when the "." row is already gone:
+// an unfinished rmdir), or kNotEmpty.
+Result<std::string> Namespace::CheckEmpty(const std::string& pk) {
+  QueryOptions q;
+  q.filter = FilterPartition(pk);
+  q.top = 2;
+  std::string npk, nrk, dot_etag;
+  do {
+    table_requests++;
+    auto page = table_.QueryPage(options_.table, q, npk, nrk);
+    STAMPFS_RETURN_IF_ERROR(page);
+    for (const Entity& e : page->entities) {
+      if (e.row_key != kDotRowKey) return Status(Code::kNotEmpty, "directory not empty");
+      dot_etag = e.etag;
+    }
+    npk = page->next_partition_key;
+    nrk = page->next_row_key;
+  } while (!npk.empty() || !nrk.empty());
+  return dot_etag;
+}
+
+Result<Attr> Namespace::Create(uint64_t parent, const std::string& name, uint32_t mode,
+                               uint32_t uid, uint32_t gid) {
+  if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  auto loc = Locate(parent, name);
+  STAMPFS_RETURN_IF_ERROR(loc);
+  auto ino = AllocateIno();
+  STAMPFS_RETURN_IF_ERROR(ino);
+  Attr attr = NewAttr(*ino, S_IFREG | (mode & 07777), uid, gid);
+  return InsertEntry(parent, *loc, NewEntry(loc->parent_path, name, attr));
+}
+
+Result<Attr> Namespace::Symlink(uint64_t parent, const std::string& name,
+                                const std::string& target, uint32_t uid, uint32_t gid) {
+  if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  if (target.size() > 4095) return Status(Code::kNameTooLong, "symlink target too long");
+  auto loc = Locate(parent, name);
+  STAMPFS_RETURN_IF_ERROR(loc);
+  auto ino = AllocateIno();
+  STAMPFS_RETURN_IF_ERROR(ino);
+  Attr attr = NewAttr(*ino, S_IFLNK | 0777, uid, gid);
+  attr.size = target.size();
+  Entity e = NewEntry(loc->parent_path, name, attr);
+  e.properties["target"] = Binary{target};
+  return InsertEntry(parent, *loc, e);
+}
+
+Result<std::string> Namespace::ReadLink(uint64_t ino) {
+  auto e = FetchEntryOf(ino, nullptr, false);
+  STAMPFS_RETURN_IF_ERROR(e);
+  const Binary* target = e->GetBinary("target");
+  if (!target) return Status(Code::kInvalidArgument, "not a symlink");
+  return target->bytes;
+}
+
+Result<FileState> Namespace::Unlink(uint64_t parent, const std::string& name) {
+  if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  auto loc = Locate(parent, name);
+  STAMPFS_RETURN_IF_ERROR(loc);
+  auto entry = FetchEntry(loc->parent_path, name, true);
+  STAMPFS_RETURN_IF_ERROR(entry);
+  auto state = FileStateOf(*entry, loc->path);
+  STAMPFS_RETURN_IF_ERROR(state);
+  if (state->attr.IsDir()) return Status(Code::kIsADirectory, loc->path);
+  auto r = CommitInDirectory(
+      loc->parent_path,
+      {TableOperation::Delete(entry->partition_key, entry->row_key,
+                              Condition::IfMatch(entry->etag))},
+      nullptr);
+  STAMPFS_RETURN_IF_ERROR(r);
+  inodes_.Detach(state->attr.ino);
+  return state;
+}
+
+Result<FileState> Namespace::FileStateOf(const Entity& entry, const std::string& path) const {
+  auto attr = AttrFromEntity(entry);
+  STAMPFS_RETURN_IF_ERROR(attr);
+  FileState s;
+  s.attr = *attr;
+  s.path = path;
+  s.entity_etag = entry.etag;
+  if (const std::string* b = entry.GetString("blob")) s.blob = *b;
+  if (const std::string* b = entry.GetString("betag")) s.blob_etag = *b;
+  return s;
+}
+
+// Read-modify-write of one entry, conditional on its ETag; a stale cached
+// copy (412) is re-read from the table and the change applied again.
+Result<Entity> Namespace::MergeEntry(uint64_t ino, const std::function<Status(Entity*)>& change) {
+  if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    std::string path;
+    auto e = FetchEntryOf(ino, &path, attempt > 0);
+    STAMPFS_RETURN_IF_ERROR(e);
+    Entity updated = *e;
+    STAMPFS_RETURN_IF_ERROR(change(&updated));
+    updated.etag.clear();
+    if (path == "/") {
+      table_requests++;
+      auto r = table_.Update(options_.table, updated, UpdateMode::kReplace,
+                             Condition::IfMatch(e->etag));
+      if (r.status().Is(Code::kPreconditionFailed)) continue;
+      STAMPFS_RETURN_IF_ERROR(r);
+      if (cache_) cache_->InvalidateListing(updated.partition_key).PermitUnchecked();
+      updated.etag = *r;
+      return updated;
+    }
+    BatchError err;
+    auto r = CommitInDirectory(
+        ParentPath(path), {TableOperation::Replace(updated, Condition::IfMatch(e->etag))}, &err);
+    if (!r.ok() && err.failed_index == 0 && r.status().Is(Code::kPreconditionFailed)) continue;
+    STAMPFS_RETURN_IF_ERROR(r);
+    updated.etag = r->etags[0];
+    return updated;
+  }
+  return Status(Code::kPreconditionFailed, "entry kept changing under concurrent updates");
+}
+
+Result<Attr> Namespace::SetAttr(uint64_t ino, const SetAttrRequest& req) {
+  auto e = MergeEntry(ino, [&](Entity* entity) -> Status {
+    auto attr = AttrFromEntity(*entity);
+    STAMPFS_RETURN_IF_ERROR(attr);
+    if (req.mode) attr->mode = (attr->mode & S_IFMT) | (*req.mode & 07777);
+    if (req.uid) attr->uid = *req.uid;
+    if (req.gid) attr->gid = *req.gid;
+    if (req.size) {
+      if (!attr->IsRegular()) return Status(Code::kInvalidArgument, "size of a non-file");
+      attr->size = *req.size;
+    }
+    if (req.atime_ns) attr->atime_ns = *req.atime_ns;
+    if (req.mtime_ns) attr->mtime_ns = *req.mtime_ns;
+    attr->ctime_ns = NowNs();
+    AttrToEntity(*attr, entity);
+    return Status::Ok();
+  });
+  STAMPFS_RETURN_IF_ERROR(e);
+  return AttrFromEntity(*e);
+}
+
+Result<FileState> Namespace::GetFile(uint64_t ino, bool fresh) {
+  std::string path;
+  auto e = FetchEntryOf(ino, &path, fresh);
+  STAMPFS_RETURN_IF_ERROR(e);
+  return FileStateOf(*e, path);
+}
+
+Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns,
+                                   const std::string& blob_etag) {
+  auto e = MergeEntry(ino, [&](Entity* entity) -> Status {
+    auto attr = AttrFromEntity(*entity);
+    STAMPFS_RETURN_IF_ERROR(attr);
+    attr->size = size;
+    attr->mtime_ns = mtime_ns;
+    attr->ctime_ns = NowNs();
+    AttrToEntity(*attr, entity);
+    entity->properties["betag"] = blob_etag;
+    return Status::Ok();
+  });
+  STAMPFS_RETURN_IF_ERROR(e);
+  return AttrFromEntity(*e);
+}
+
+Result<std::string> Namespace::GetXattr(uint64_t ino, const std::string& name) {
+  auto e = FetchEntryOf(ino, nullptr, false);
+  STAMPFS_RETURN_IF_ERROR(e);
+  const Binary* b = e->GetBinary("xattr");
+  if (!b) return Status(Code::kNoAttribute, name);
+  auto map = DecodeXattrs(b->bytes);
+  STAMPFS_RETURN_IF_ERROR(map);
+  auto it = map->find(name);
+  if (it == map->end()) return Status(Code::kNoAttribute, name);
+  return it->second;
+}
+
+Result<std::vector<std::string>> Namespace::ListXattr(uint64_t ino) {
+  auto e = FetchEntryOf(ino, nullptr, false);
+  STAMPFS_RETURN_IF_ERROR(e);
+  std::vector<std::string> names;
+  const Binary* b = e->GetBinary("xattr");
+  if (!b) return names;
+  auto map = DecodeXattrs(b->bytes);
+  STAMPFS_RETURN_IF_ERROR(map);
+  for (const auto& kv : *map) names.push_back(kv.first);
+  return names;
+}
+
+Status Namespace::ChangeXattrs(uint64_t ino, const std::function<Status(XattrMap*)>& change) {
+  auto e = MergeEntry(ino, [&](Entity* entity) -> Status {
+    XattrMap map;
+    if (const Binary* b = entity->GetBinary("xattr")) {
+      auto decoded = DecodeXattrs(b->bytes);
+      STAMPFS_RETURN_IF_ERROR(decoded);
+      map = std::move(*decoded);
+    }
+    STAMPFS_RETURN_IF_ERROR(change(&map));
+    std::string encoded = EncodeXattrs(map);
+    if (encoded.size() > kMaxPropertyValueBytes) {
+      return Status(Code::kTooLarge, "extended attributes exceed 64 KiB per file");
+    }
+    if (map.empty()) {
+      entity->properties.erase("xattr");
+    } else {
+      entity->properties["xattr"] = Binary{encoded};
+    }
+    return Status::Ok();
+  });
+  return StatusOf(e);
+}
+
+Status Namespace::SetXattr(uint64_t ino, const std::string& name, const std::string& value,
+                           int flags) {
+  return ChangeXattrs(ino, [&](XattrMap* map) -> Status {
+    bool exists = map->count(name) != 0;
+    if ((flags & kXattrCreate) && exists) return Status(Code::kAlreadyExists, name);
+    if ((flags & kXattrReplace) && !exists) return Status(Code::kNoAttribute, name);
+    (*map)[name] = value;
+    return Status::Ok();
+  });
+}
+
+Status Namespace::RemoveXattr(uint64_t ino, const std::string& name) {
+  return ChangeXattrs(ino, [&](XattrMap* map) -> Status {
+    if (map->erase(name) == 0) return Status(Code::kNoAttribute, name);
+    return Status::Ok();
+  });
+}
+
+}  // namespace stampfs
