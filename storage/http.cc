@@ -1,0 +1,194 @@
+#include "storage/http.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace stampfs {
+namespace {
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool EqualsIgnoreCase(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && Lower(a) == Lower(b);
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+double DefaultRandom() {
+  thread_local std::mt19937_64 engine{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(engine);
+}
+
+// Retry-After as delta-seconds; the HTTP-date form is ignored (-1).
+std::chrono::milliseconds RetryAfter(const HttpResponse& response) {
+  std::string value = response.Header("retry-after");
+  if (value.empty() || value.size() > 9) return std::chrono::milliseconds(-1);
+  for (char c : value) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::chrono::milliseconds(-1);
+  }
+  return std::chrono::seconds(std::stol(value));
+}
+
+bool IsRetryableFailure(const Status& status) {
+  return status.Is(Code::kTransport) || status.Is(Code::kTimeout);
+}
+
+}  // namespace
+
+HttpBody HttpBody::FromString(std::string s) {
+  HttpBody body;
+  body.size = s.size();
+  if (s.empty()) return body;
+  auto data = std::make_shared<const std::string>(std::move(s));
+  body.reader = [data](uint64_t offset, char* buf, size_t len) -> size_t {
+    if (offset >= data->size()) return 0;
+    size_t n = std::min<uint64_t>(len, data->size() - offset);
+    std::memcpy(buf, data->data() + offset, n);
+    return n;
+  };
+  return body;
+}
+
+void HttpRequest::SetHeader(const std::string& name, const std::string& value) {
+  for (auto& [n, v] : headers) {
+    if (EqualsIgnoreCase(n, name)) {
+      v = value;
+      return;
+    }
+  }
+  headers.emplace_back(name, value);
+}
+
+std::string HttpRequest::Header(const std::string& name) const {
+  for (const auto& [n, v] : headers) {
+    if (EqualsIgnoreCase(n, name)) return v;
+  }
+  return {};
+}
+
+std::string HttpResponse::Header(const std::string& lowercase_name) const {
+  auto it = headers.find(Lower(lowercase_name));
+  return it == headers.end() ? std::string() : it->second;
+}
+
+bool IsRetryableHttpStatus(int status) {
+  switch (status) {
+    case 408:
+    case 429:
+    case 500:
+    case 502:
+    case 503:
+    case 504:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::chrono::milliseconds BackoffDelay(const RetryPolicy& policy, int attempt, double unit_random) {
+  using std::chrono::milliseconds;
+  const milliseconds cap = std::max(policy.max_backoff, milliseconds(0));
+  milliseconds ceiling = std::min(std::max(policy.initial_backoff, milliseconds(0)), cap);
+  // Doubling stops at the cap, so large attempt numbers cannot overflow.
+  for (int i = 1; i < attempt && ceiling < cap; ++i) ceiling = std::min(ceiling * 2, cap);
+  double r = std::clamp(unit_random, 0.0, 1.0);
+  auto delay = milliseconds(static_cast<int64_t>(r * static_cast<double>(ceiling.count())));
+  return std::min(delay, ceiling);
+}
+
+RetryingHttpClient::RetryingHttpClient(std::shared_ptr<HttpTransport> transport,
+                                       RetryPolicy policy, SleepFn sleep, RandomFn random)
+    : transport_(std::move(transport)),
+      policy_(policy),
+      sleep_(std::move(sleep)),
+      random_(std::move(random)) {
+  if (!sleep_) sleep_ = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  if (!random_) random_ = DefaultRandom;
+  policy_.max_attempts = std::max(policy_.max_attempts, 1);
+}
+
+Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const RequestSigner& sign) {
+  using std::chrono::milliseconds;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + policy_.total_deadline;
+  auto remaining = [&] {
+    return std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+  };
+
+  Result<HttpResponse> last =
+      Status(Code::kTimeout, request.method + " request: total deadline passed before sending");
+  for (int attempt = 1; attempt <= policy_.max_attempts; ++attempt) {
+    milliseconds left = remaining();
+    if (left <= milliseconds(0)) break;
+    // A fresh copy per attempt: signing adds headers and, for SAS, query text.
+    HttpRequest copy = request;
+    if (sign) sign(copy);
+    last = transport_->Send(copy, std::min(policy_.attempt_timeout, left));
+
+    milliseconds retry_after(-1);
+    if (last.ok()) {
+      if (!IsRetryableHttpStatus(last->status)) return last;
+      retry_after = RetryAfter(*last);
+    } else if (!IsRetryableFailure(last.status())) {
+      return last;
+    }
+    if (attempt == policy_.max_attempts) break;
+
+    milliseconds delay = retry_after >= milliseconds(0)
+                             ? std::min(retry_after, policy_.max_backoff)
+                             : BackoffDelay(policy_, attempt, random_());
+    // Sleeping past the deadline would only end in a timeout: stop now.
+    if (delay >= remaining()) break;
+    if (delay > milliseconds(0)) sleep_(delay);
+  }
+  return last;
+}
+
+std::string UrlEncode(const std::string& s, bool keep_slash) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '.' || c == '_' || c == '~';
+    if (unreserved || (keep_slash && c == '/')) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    }
+  }
+  return out;
+}
+
+std::string UrlDecode(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      int hi = HexValue(s[i + 1]);
+      int lo = HexValue(s[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+}  // namespace stampfs
