@@ -73,7 +73,8 @@ std::map<std::string, std::vector<std::string>> ParseQuery(const std::string& qu
     if (!pair.empty()) {
       size_t eq = pair.find('=');
       std::string name = Lower(QueryDecode(pair.substr(0, eq)));
-      std::string value = eq == std::string::npos ? std::string() : QueryDecode(pair.substr(eq + 1));
+      std::string value =
+          eq == std::string::npos ? std::string() : QueryDecode(pair.substr(eq + 1));
       params[name].push_back(std::move(value));
     }
     if (amp == std::string::npos) break;
@@ -185,8 +186,8 @@ std::string TableStringToSign(const HttpRequest& request, const std::string& acc
   auto params = ParseQuery(query);
   auto comp = params.find("comp");
   if (comp != params.end()) resource += "?comp=" + comp->second.back();
-  return request.method + "\n" + Get(headers, "content-md5") + "\n" +
-         Get(headers, "content-type") + "\n" + date + "\n" + resource;
+  return request.method + "\n" + Get(headers, "content-md5") + "\n" + Get(headers, "content-type") +
+         "\n" + date + "\n" + resource;
 }
 
 std::string HttpDateNow() {

@@ -159,7 +159,7 @@ Status FillEndpoints(const Fields& fields, StorageAccount* account) {
     return Bad("DefaultEndpointsProtocol must be http or https");
   }
   std::string suffix = fields.count("endpointsuffix") ? Field(fields, "endpointsuffix")
-                                                       : std::string("core.windows.net");
+                                                      : std::string("core.windows.net");
   while (!suffix.empty() && suffix.front() == '.') suffix.erase(0, 1);
   suffix = TrimTrailingSlashes(suffix);
   if (suffix.empty()) return Bad("EndpointSuffix is empty");
@@ -212,8 +212,8 @@ Result<StorageAccount> Development(const Fields& fields) {
   auto account = Build(*emulator);
   STAMPFS_RETURN_IF_ERROR(account);
   if (fields.count("developmentstorageproxyuri")) {
-    auto proxy = CheckEndpoint(Field(fields, "developmentstorageproxyuri"),
-                               "DevelopmentStorageProxyUri");
+    auto proxy =
+        CheckEndpoint(Field(fields, "developmentstorageproxyuri"), "DevelopmentStorageProxyUri");
     STAMPFS_RETURN_IF_ERROR(proxy);
     const std::string local = "http://127.0.0.1";
     account->blob_endpoint.replace(0, local.size(), *proxy);

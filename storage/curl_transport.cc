@@ -36,9 +36,7 @@ std::string Trim(const std::string& s) {
 }
 
 // The URL without query or fragment: a SAS signature must never reach a message.
-std::string UrlForMessage(const std::string& url) {
-  return url.substr(0, url.find_first_of("?#"));
-}
+std::string UrlForMessage(const std::string& url) { return url.substr(0, url.find_first_of("?#")); }
 
 bool SendsBody(const HttpRequest& request) {
   const std::string& m = request.method;
@@ -182,9 +180,8 @@ Status FailureStatus(CURLcode rc, const Exchange& ex, const char* error_buffer,
     return Status(Code::kInternal, target + ": request body ended before its declared size");
   }
   if (rc == CURLE_OPERATION_TIMEDOUT) {
-    return Status(Code::kTimeout,
-                  target + ": no complete response within " + std::to_string(timeout.count()) +
-                      " ms");
+    return Status(Code::kTimeout, target + ": no complete response within " +
+                                      std::to_string(timeout.count()) + " ms");
   }
   std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(rc);
   // Drop curl's text if it quotes the request URL with its query.

@@ -107,8 +107,8 @@ std::chrono::milliseconds BackoffDelay(const RetryPolicy& policy, int attempt, d
   return std::min(delay, ceiling);
 }
 
-RetryingHttpClient::RetryingHttpClient(std::shared_ptr<HttpTransport> transport,
-                                       RetryPolicy policy, SleepFn sleep, RandomFn random)
+RetryingHttpClient::RetryingHttpClient(std::shared_ptr<HttpTransport> transport, RetryPolicy policy,
+                                       SleepFn sleep, RandomFn random)
     : transport_(std::move(transport)),
       policy_(policy),
       sleep_(std::move(sleep)),
@@ -145,9 +145,8 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
     }
     if (attempt == policy_.max_attempts) break;
 
-    milliseconds delay = retry_after >= milliseconds(0)
-                             ? std::min(retry_after, policy_.max_backoff)
-                             : BackoffDelay(policy_, attempt, random_());
+    milliseconds delay = retry_after >= milliseconds(0) ? std::min(retry_after, policy_.max_backoff)
+                                                        : BackoffDelay(policy_, attempt, random_());
     // Sleeping past the deadline would only end in a timeout: stop now.
     if (delay >= remaining()) break;
     if (delay > milliseconds(0)) sleep_(delay);
