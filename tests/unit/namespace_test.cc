@@ -1,0 +1,393 @@
+// The namespace protocol on the in-memory fakes: table layout, the "." row
+// generation, mkdir/rmdir ordering under injected faults, create/rmdir races
+// between two mounts, cache revalidation, rename.
+#include "fs/namespace.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "fs/names.h"
+#include "storage/fakes.h"
+#include "storage/table_keys.h"
+
+namespace stampfs {
+namespace {
+
+constexpr const char* kContainer = "nscontainer";
+constexpr const char* kTable = "nstable";
+
+// One "machine": a namespace with its own cache over shared stores.
+struct Mount {
+  std::unique_ptr<MetaCache> cache;
+  std::unique_ptr<Namespace> ns;
+};
+
+class NamespaceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    plan_ = std::make_shared<FaultPlan>();
+    faulty_table_ = MakeFaultyTableStore(*table_, plan_);
+    faulty_blobs_ = MakeFaultyBlobStore(*blobs_, plan_);
+  }
+
+  Mount NewMount(const std::string& cache_path = ":memory:") {
+    Mount m;
+    auto cache = MetaCache::Open(cache_path);
+    EXPECT_TRUE(cache.ok()) << cache.status().ToString();
+    m.cache = std::move(*cache);
+    NamespaceOptions o;
+    o.container = kContainer;
+    o.table = kTable;
+    o.ttl_ms = 1000;
+    o.now_ms = [this] { return now_ms_.load(); };
+    m.ns = std::make_unique<Namespace>(*faulty_table_, *faulty_blobs_, m.cache.get(), o);
+    Status s = m.ns->Init();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return m;
+  }
+
+  Result<Entity> Row(const std::string& dir, const std::string& name) {
+    return table_->Get(kTable, PartitionKeyForDirectory(dir), name == "." ? "." : RowKeyForName(name));
+  }
+
+  size_t PartitionSize(const std::string& dir) {
+    auto rows = table_->QueryPartition(kTable, PartitionKeyForDirectory(dir));
+    EXPECT_TRUE(rows.ok());
+    return rows.ok() ? rows->size() : 0;
+  }
+
+  std::unique_ptr<TableStore> table_ = MakeFakeTableStore();
+  std::unique_ptr<BlobStore> blobs_ = MakeFakeBlobStore();
+  std::shared_ptr<FaultPlan> plan_;
+  std::unique_ptr<TableStore> faulty_table_;
+  std::unique_ptr<BlobStore> faulty_blobs_;
+  std::atomic<int64_t> now_ms_{1000000};
+};
+
+TEST_F(NamespaceTest, EntriesAreKeyedByParentDirectoryWithADotRowPerDirectory) {
+  Mount m = NewMount();
+  auto a = m.ns->Mkdir(kRootIno, "a", 0755, 0, 0);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto f = m.ns->Create(a->ino, "f#1.txt", 0644, 0, 0);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+
+  auto entry = Row("/a", "f#1.txt");
+  ASSERT_TRUE(entry.ok());
+  EXPECT_EQ(entry->partition_key, "%2Fa");
+  EXPECT_EQ(entry->row_key, "f%231.txt");
+  EXPECT_EQ(entry->GetInt64("ino"), static_cast<int64_t>(f->ino));
+  EXPECT_EQ(*entry->GetString("blob"), "a/f#1.txt");
+  EXPECT_TRUE(Row("/a", ".").ok());
+  EXPECT_TRUE(Row("/", "a").ok());
+  EXPECT_NE(a->ino, f->ino);
+}
+
+TEST_F(NamespaceTest, EveryEntryChangeChangesTheDirectoryDotEtag) {
+  Mount m = NewMount();
+  auto a = m.ns->Mkdir(kRootIno, "a", 0755, 0, 0);
+  ASSERT_TRUE(a.ok());
+  std::string before = Row("/a", ".")->etag;
+  ASSERT_TRUE(m.ns->Create(a->ino, "x", 0644, 0, 0).ok());
+  std::string after_create = Row("/a", ".")->etag;
+  EXPECT_NE(before, after_create);
+  auto x = m.ns->Lookup(a->ino, "x");
+  ASSERT_TRUE(x.ok());
+  SetAttrRequest chmod;
+  chmod.mode = 0600;
+  ASSERT_TRUE(m.ns->SetAttr(x->ino, chmod).ok());
+  EXPECT_NE(after_create, Row("/a", ".")->etag);
+}
+
+TEST_F(NamespaceTest, NamesOver255BytesAreRefusedAnd255ByteNamesRoundTrip) {
+  Mount m = NewMount();
+  EXPECT_EQ(m.ns->Create(kRootIno, std::string(256, 'n'), 0644, 0, 0).status().code(),
+            Code::kNameTooLong);
+  std::string awkward(255, '#');  // escapes to 765 chars: a hashed RowKey
+  auto f = m.ns->Create(kRootIno, awkward, 0644, 0, 0);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_TRUE(IsHashedKey(RowKeyForName(awkward)));
+  Mount other = NewMount();
+  auto listing = other.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->size(), 1u);
+  EXPECT_EQ((*listing)[0].name, awkward);
+  EXPECT_TRUE(other.ns->Lookup(kRootIno, awkward).ok());
+}
+
+TEST_F(NamespaceTest, UnfinishedMkdirIsAdoptedByTheNextMkdir) {
+  Mount m = NewMount();
+  // The "." row is written, then the parent transaction is lost and so is
+  // the cleanup: what a crash between the two partitions leaves.
+  plan_->FailNth(1, RequestTimeout(), "ExecuteBatch");
+  plan_->FailNth(1, RequestTimeout(), "Delete");
+  EXPECT_FALSE(m.ns->Mkdir(kRootIno, "d", 0755, 0, 0).ok());
+  EXPECT_TRUE(Row("/d", ".").ok());
+  EXPECT_FALSE(Row("/", "d").ok());
+  EXPECT_EQ(m.ns->Lookup(kRootIno, "d").status().code(), Code::kNotFound);
+
+  plan_->Clear();
+  auto d = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(m.ns->Create(d->ino, "inside", 0644, 0, 0).ok());
+}
+
+TEST_F(NamespaceTest, MkdirOverAnExistingFileLeavesNoDotRow) {
+  Mount m = NewMount();
+  ASSERT_TRUE(m.ns->Create(kRootIno, "f", 0644, 0, 0).ok());
+  EXPECT_EQ(m.ns->Mkdir(kRootIno, "f", 0755, 0, 0).status().code(), Code::kAlreadyExists);
+  EXPECT_EQ(Row("/f", ".").status().code(), Code::kNotFound);
+}
+
+TEST_F(NamespaceTest, UnfinishedRmdirAcceptsNoNewFilesAndFinishesOnRetry) {
+  Mount m = NewMount();
+  auto d = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(d.ok());
+  // "." deleted, then the parent transaction fails: the crash point of rmdir.
+  plan_->FailNth(1, RequestTimeout(), "ExecuteBatch");
+  EXPECT_FALSE(m.ns->Rmdir(kRootIno, "d").ok());
+  plan_->Clear();
+  EXPECT_FALSE(Row("/d", ".").ok());
+  EXPECT_TRUE(Row("/", "d").ok());
+
+  Mount other = NewMount();
+  auto seen = other.ns->Lookup(kRootIno, "d");
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(other.ns->Create(seen->ino, "late", 0644, 0, 0).status().code(), Code::kNotFound);
+  EXPECT_EQ(PartitionSize("/d"), 0u);
+
+  EXPECT_TRUE(m.ns->Rmdir(kRootIno, "d").ok());
+  EXPECT_FALSE(Row("/", "d").ok());
+}
+
+TEST_F(NamespaceTest, RmdirFailsWhenTheDirectoryIsNotEmpty) {
+  Mount m = NewMount();
+  auto d = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(m.ns->Create(d->ino, "f", 0644, 0, 0).ok());
+  EXPECT_EQ(m.ns->Rmdir(kRootIno, "d").code(), Code::kNotEmpty);
+  EXPECT_TRUE(Row("/d", ".").ok());
+}
+
+// Two mounts: one creates files in /d as fast as it can, the other removes
+// /d. Whoever wins, no file may exist inside a removed directory.
+TEST_F(NamespaceTest, ConcurrentCreateAndRmdirNeverLeaveAFileInARemovedDirectory) {
+  Mount a = NewMount();
+  Mount b = NewMount();
+  int removed_trials = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    auto d = a.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    auto seen = b.ns->Lookup(kRootIno, "d");
+    ASSERT_TRUE(seen.ok());
+    std::atomic<bool> stop{false};
+    std::atomic<int> created{0};
+    std::thread creator([&] {
+      for (int i = 0; !stop && i < 50; ++i) {
+        if (b.ns->Create(seen->ino, "f" + std::to_string(i), 0644, 0, 0).ok()) created++;
+      }
+    });
+    Status removed;
+    for (int i = 0; i < 50; ++i) {
+      removed = a.ns->Rmdir(kRootIno, "d");
+      if (removed.ok()) break;
+      ASSERT_EQ(removed.code(), Code::kNotEmpty) << removed.ToString();
+      // Empty it and try again while the creator keeps going (past the TTL,
+      // so the listing shows the other mount's files).
+      now_ms_ += 2000;
+      auto listing = a.ns->ReadDir(d->ino);
+      ASSERT_TRUE(listing.ok());
+      for (const DirEntry& e : *listing) a.ns->Unlink(d->ino, e.name).status().PermitUnchecked();
+    }
+    stop = true;
+    creator.join();
+    if (removed.ok()) {
+      removed_trials++;
+      EXPECT_EQ(PartitionSize("/d"), 0u) << "trial " << trial << ": file left in removed dir";
+      EXPECT_FALSE(Row("/", "d").ok());
+    } else {
+      // Clean up for the next trial.
+      now_ms_ += 2000;
+      auto listing = a.ns->ReadDir(d->ino);
+      ASSERT_TRUE(listing.ok());
+      for (const DirEntry& e : *listing) a.ns->Unlink(d->ino, e.name).status().PermitUnchecked();
+      ASSERT_TRUE(a.ns->Rmdir(kRootIno, "d").ok());
+    }
+  }
+  EXPECT_GT(removed_trials, 0) << "the race was never run to a removal";
+}
+
+TEST_F(NamespaceTest, ListingWithinTtlNeedsNoRequestAndAfterTtlOneDotRead) {
+  Mount m = NewMount();
+  auto d = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(d.ok());
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(m.ns->Create(d->ino, "f" + std::to_string(i), 0644, 0, 0).ok());
+  uint64_t before = m.ns->table_requests;
+  ASSERT_EQ(m.ns->ReadDir(d->ino)->size(), 20u);
+  EXPECT_EQ(m.ns->table_requests - before, 0u) << "own writes keep the listing exact";
+  now_ms_ += 5000;
+  int queries = plan_->calls("QueryPage");
+  before = m.ns->table_requests;
+  ASSERT_EQ(m.ns->ReadDir(d->ino)->size(), 20u);
+  EXPECT_EQ(m.ns->table_requests - before, 1u);
+  EXPECT_EQ(plan_->calls("QueryPage"), queries) << "unchanged '.' ETag: no listing";
+}
+
+TEST_F(NamespaceTest, AnotherMountsChangeIsSeenAfterTheTtl) {
+  Mount a = NewMount();
+  Mount b = NewMount();
+  auto d = a.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(a.ns->ReadDir(d->ino)->empty());
+  auto seen = b.ns->Lookup(kRootIno, "d");
+  ASSERT_TRUE(seen.ok());
+  ASSERT_TRUE(b.ns->Create(seen->ino, "new", 0644, 0, 0).ok());
+  EXPECT_TRUE(a.ns->ReadDir(d->ino)->empty()) << "within the TTL the cache is trusted";
+  now_ms_ += 1001;
+  auto listing = a.ns->ReadDir(d->ino);
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->size(), 1u);
+  EXPECT_EQ((*listing)[0].name, "new");
+}
+
+TEST_F(NamespaceTest, RemountWithTheSameCacheListsAKnownDirectoryWithoutAQuery) {
+  std::string dir = ::testing::TempDir() + "/ns-cache-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  uint64_t d_ino;
+  {
+    Mount m = NewMount(dir + "/meta.db");
+    auto d = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+    ASSERT_TRUE(d.ok());
+    d_ino = d->ino;
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(m.ns->Create(d->ino, "f" + std::to_string(i), 0644, 0, 0).ok());
+    ASSERT_EQ(m.ns->ReadDir(d->ino)->size(), 5u);
+  }
+  now_ms_ += 60000;
+  Mount again = NewMount(dir + "/meta.db");
+  auto d = again.ns->Lookup(kRootIno, "d");
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->ino, d_ino);
+  int queries = plan_->calls("QueryPage");
+  auto listing = again.ns->ReadDir(d->ino);
+  ASSERT_TRUE(listing.ok());
+  EXPECT_EQ(listing->size(), 5u);
+  EXPECT_EQ(plan_->calls("QueryPage"), queries);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(NamespaceTest, RenameInsideOneDirectoryIsOneTransaction) {
+  Mount m = NewMount();
+  auto f = m.ns->Create(kRootIno, "old", 0644, 0, 0);
+  ASSERT_TRUE(f.ok());
+  int batches = plan_->calls("ExecuteBatch");
+  auto r = m.ns->Rename(kRootIno, "old", kRootIno, "new", 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(plan_->calls("ExecuteBatch") - batches, 1);
+  EXPECT_FALSE(Row("/", "old").ok());
+  auto moved = Row("/", "new");
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(moved->GetInt64("ino"), static_cast<int64_t>(f->ino));
+}
+
+TEST_F(NamespaceTest, RenameNoReplaceRefusesAnExistingTarget) {
+  Mount m = NewMount();
+  ASSERT_TRUE(m.ns->Create(kRootIno, "a", 0644, 0, 0).ok());
+  ASSERT_TRUE(m.ns->Create(kRootIno, "b", 0644, 0, 0).ok());
+  EXPECT_EQ(m.ns->Rename(kRootIno, "a", kRootIno, "b", Namespace::kNoReplace).status().code(),
+            Code::kAlreadyExists);
+  EXPECT_TRUE(m.ns->Rename(kRootIno, "a", kRootIno, "b", 0).ok());
+  EXPECT_FALSE(Row("/", "a").ok());
+}
+
+TEST_F(NamespaceTest, DirectoryRenameMovesEveryDescendantPartitionAndBlob) {
+  Mount m = NewMount();
+  auto a = m.ns->Mkdir(kRootIno, "a", 0755, 0, 0);
+  ASSERT_TRUE(a.ok());
+  auto b = m.ns->Mkdir(a->ino, "b", 0755, 0, 0);
+  ASSERT_TRUE(b.ok());
+  auto f = m.ns->Create(b->ino, "f", 0644, 0, 0);
+  ASSERT_TRUE(f.ok());
+  auto etag = blobs_->PutString(kContainer, "a/b/f", "data", {}, Condition::IfNoneMatchAny());
+  ASSERT_TRUE(etag.ok());
+  ASSERT_TRUE(m.ns->CommitFile(f->ino, 4, NowNs(), *etag).ok());
+
+  auto r = m.ns->Rename(kRootIno, "a", kRootIno, "z", 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(PartitionSize("/a"), 0u);
+  EXPECT_EQ(PartitionSize("/a/b"), 0u);
+  EXPECT_TRUE(Row("/z", ".").ok());
+  EXPECT_TRUE(Row("/z/b", ".").ok());
+  auto moved = Row("/z/b", "f");
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(*moved->GetString("blob"), "z/b/f");
+  EXPECT_EQ(*blobs_->ReadToString(kContainer, "z/b/f"), "data");
+  EXPECT_EQ(blobs_->GetProperties(kContainer, "a/b/f").status().code(), Code::kNotFound);
+  // The inode keeps its number and now resolves under the new path.
+  auto state = m.ns->GetFile(f->ino);
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  EXPECT_EQ(state->path, "/z/b/f");
+}
+
+TEST_F(NamespaceTest, CreateInADirectoryRemovedByAnotherMountFails) {
+  Mount a = NewMount();
+  Mount b = NewMount();
+  auto d = a.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(d.ok());
+  auto seen = b.ns->Lookup(kRootIno, "d");
+  ASSERT_TRUE(seen.ok());
+  ASSERT_TRUE(a.ns->Rmdir(kRootIno, "d").ok());
+  EXPECT_EQ(b.ns->Create(seen->ino, "f", 0644, 0, 0).status().code(), Code::kNotFound);
+  EXPECT_EQ(PartitionSize("/d"), 0u);
+}
+
+TEST_F(NamespaceTest, TwoMountsNeverAllocateTheSameInode) {
+  Mount a = NewMount();
+  Mount b = NewMount();
+  std::set<uint64_t> inos;
+  for (int i = 0; i < 30; ++i) {
+    auto x = a.ns->Create(kRootIno, "a" + std::to_string(i), 0644, 0, 0);
+    auto y = b.ns->Create(kRootIno, "b" + std::to_string(i), 0644, 0, 0);
+    ASSERT_TRUE(x.ok() && y.ok());
+    EXPECT_TRUE(inos.insert(x->ino).second);
+    EXPECT_TRUE(inos.insert(y->ino).second);
+  }
+}
+
+TEST_F(NamespaceTest, XattrsAreStoredInTheEntryWithCreateAndReplaceFlags) {
+  Mount m = NewMount();
+  auto f = m.ns->Create(kRootIno, "f", 0644, 0, 0);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(m.ns->GetXattr(f->ino, "user.a").status().code(), Code::kNoAttribute);
+  EXPECT_EQ(m.ns->SetXattr(f->ino, "user.a", "1", Namespace::kXattrReplace).code(),
+            Code::kNoAttribute);
+  ASSERT_TRUE(m.ns->SetXattr(f->ino, "user.a", std::string("v\0w", 3), 0).ok());
+  EXPECT_EQ(m.ns->SetXattr(f->ino, "user.a", "2", Namespace::kXattrCreate).code(),
+            Code::kAlreadyExists);
+  Mount other = NewMount();
+  auto seen = other.ns->Lookup(kRootIno, "f");
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(*other.ns->GetXattr(seen->ino, "user.a"), std::string("v\0w", 3));
+  ASSERT_TRUE(m.ns->RemoveXattr(f->ino, "user.a").ok());
+  EXPECT_TRUE(m.ns->ListXattr(f->ino)->empty());
+  EXPECT_EQ(m.ns->SetXattr(f->ino, "user.big", std::string(70000, 'x'), 0).code(),
+            Code::kTooLarge);
+}
+
+TEST_F(NamespaceTest, ReadOnlyMountRefusesChanges) {
+  NewMount();  // initializes the table
+  auto cache = MetaCache::Open(":memory:");
+  ASSERT_TRUE(cache.ok());
+  NamespaceOptions o;
+  o.container = kContainer;
+  o.table = kTable;
+  o.read_only = true;
+  Namespace ro(*table_, *blobs_, cache->get(), o);
+  ASSERT_TRUE(ro.Init().ok());
+  EXPECT_EQ(ro.Create(kRootIno, "f", 0644, 0, 0).status().code(), Code::kReadOnly);
+  EXPECT_EQ(ro.Mkdir(kRootIno, "d", 0755, 0, 0).status().code(), Code::kReadOnly);
+}
+
+}  // namespace
+}  // namespace stampfs
