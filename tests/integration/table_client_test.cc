@@ -4,6 +4,7 @@
 // Behaviour shared with the fake lives in tests/conformance/table_store_conformance.cc.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -281,6 +282,58 @@ TEST_F(TableClientTest, ExecuteInBatchesSplitsLargeWork) {
   auto listed = store_->QueryPartition(table_, "p");
   ASSERT_TRUE(listed.ok());
   EXPECT_EQ(listed->size(), 250u);
+}
+
+TEST_F(TableClientTest, DoubleSpecialsRoundTrip) {
+  Entity e;
+  e.partition_key = "p";
+  e.row_key = "d";
+  e.properties["Nan"] = std::numeric_limits<double>::quiet_NaN();
+  e.properties["Inf"] = std::numeric_limits<double>::infinity();
+  e.properties["NegInf"] = -std::numeric_limits<double>::infinity();
+  e.properties["Tiny"] = 4.9e-324;
+  auto etag = store_->Insert(table_, e);
+  ASSERT_TRUE(etag.ok()) << etag.status().ToString();
+  auto got = store_->Get(table_, "p", "d");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(std::isnan(std::get<double>(got->properties.at("Nan"))));
+  EXPECT_EQ(std::get<double>(got->properties.at("Inf")), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(std::get<double>(got->properties.at("NegInf")),
+            -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(std::get<double>(got->properties.at("Tiny")), 4.9e-324);
+}
+
+TEST_F(TableClientTest, NearLimitEntitiesAndBatchesAreAccepted) {
+  std::vector<TableOperation> ops;
+  for (int i = 0; i < 40; ++i) {
+    Entity e;
+    e.partition_key = "big";
+    e.row_key = "r" + std::to_string(100 + i);
+    // 8 strings of 32768 units: about 256 KiB of JSON each, 15 to a batch.
+    for (int p = 0; p < 8; ++p) e.properties["S" + std::to_string(p)] = std::string(32768, 'a' + p);
+    ops.push_back(TableOperation::Insert(std::move(e)));
+  }
+  size_t applied = 0;
+  Status st = ExecuteInBatches(*store_, table_, ops, &applied);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(applied, 40u);
+
+  Entity large;  // just under 1 MiB by Azure's formula
+  large.partition_key = "big";
+  large.row_key = "large";
+  for (int i = 0; i < 15; ++i)
+    large.properties["S" + std::to_string(i + 10)] = std::string(32768, 'z');
+  large.properties["Rest"] = Binary{std::string(60000, '\x01')};
+  ASSERT_TRUE(ValidateEntity(large).ok());
+  ASSERT_GT(EntitySizeBytes(large), 1000000u);
+  auto etag = store_->Update(table_, large, UpdateMode::kReplace, Condition::None());
+  ASSERT_TRUE(etag.ok()) << etag.status().ToString();
+  auto got = store_->Get(table_, "big", "large");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->properties, large.properties);
+  auto listed = store_->QueryPartition(table_, "big");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(listed->size(), 41u);
 }
 
 TEST_F(TableClientTest, OversizedEntityIsRefusedClientSide) {
