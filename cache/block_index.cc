@@ -1,0 +1,270 @@
+#include "cache/block_index.h"
+
+#include <sqlite3.h>
+
+#include <array>
+#include <climits>
+
+namespace stampfs {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+constexpr const char* kSchema =
+    "CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, blob TEXT NOT NULL,"
+    " etag TEXT NOT NULL, bsize INTEGER NOT NULL, journaled INTEGER NOT NULL DEFAULT 0,"
+    " j_ino INTEGER, j_path BLOB, j_base TEXT, j_size INTEGER, j_remote INTEGER,"
+    " j_mtime INTEGER, j_tag INTEGER);"
+    "CREATE INDEX IF NOT EXISTS files_by_version ON files(blob, etag);"
+    "CREATE TABLE IF NOT EXISTS blocks(file INTEGER NOT NULL, idx INTEGER NOT NULL,"
+    " offset INTEGER NOT NULL, length INTEGER NOT NULL, extent INTEGER NOT NULL,"
+    " state INTEGER NOT NULL, access INTEGER NOT NULL, PRIMARY KEY(file, idx)) WITHOUT ROWID;";
+
+enum Stmt {
+  kInsertFile,
+  kUpdateVersion,
+  kSetJournal,
+  kClearJournal,
+  kDeleteFile,
+  kDeleteFileBlocks,
+  kPutBlock,
+  kDeleteBlock,
+  kDeleteBlocksFrom,
+  kMarkClean,
+  kSetAccess,
+  kSelectFiles,
+  kSelectBlocks,
+  kBegin,
+  kCommit,
+  kStmtCount
+};
+
+constexpr const char* kSql[kStmtCount] = {
+    "INSERT INTO files(blob, etag, bsize) VALUES(?1, ?2, ?3)",
+    "UPDATE files SET blob = ?2, etag = ?3 WHERE id = ?1",
+    "UPDATE files SET journaled = 1, j_ino = ?2, j_path = ?3, j_base = ?4, j_size = ?5,"
+    " j_remote = ?6, j_mtime = ?7, j_tag = ?8 WHERE id = ?1",
+    "UPDATE files SET journaled = 0 WHERE id = ?1",
+    "DELETE FROM files WHERE id = ?1",
+    "DELETE FROM blocks WHERE file = ?1",
+    "INSERT OR REPLACE INTO blocks(file, idx, offset, length, extent, state, access)"
+    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    "DELETE FROM blocks WHERE file = ?1 AND idx = ?2",
+    "DELETE FROM blocks WHERE file = ?1 AND idx >= ?2",
+    "UPDATE blocks SET state = 1 WHERE file = ?1 AND state IN (2, 3)",
+    "UPDATE blocks SET access = ?3 WHERE file = ?1 AND idx = ?2",
+    "SELECT id, blob, etag, bsize, journaled, j_ino, j_path, j_base, j_size, j_remote, j_mtime,"
+    " j_tag FROM files",
+    "SELECT file, idx, offset, length, extent, state, access FROM blocks ORDER BY access",
+    "BEGIN IMMEDIATE",
+    "COMMIT",
+};
+
+Status SqlError(sqlite3* db, int rc, const std::string& what) {
+  Code code = (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB ? Code::kCorruption
+                                                                             : Code::kInternal;
+  return Status(code, "block index: " + what + ": " + sqlite3_errmsg(db));
+}
+
+// One use of a cached statement; reset and unbound on scope exit.
+class Use {
+ public:
+  Use(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  ~Use() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  Use(const Use&) = delete;
+  Use& operator=(const Use&) = delete;
+
+  Use& Text(int i, const std::string& v) {  // v must outlive the Use
+    if (v.size() > INT_MAX) return Keep(SQLITE_TOOBIG);
+    return Keep(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC));
+  }
+  Use& Bytes(int i, const std::string& v) {
+    if (v.size() > INT_MAX) return Keep(SQLITE_TOOBIG);
+    return Keep(sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC));
+  }
+  Use& Int(int i, int64_t v) { return Keep(sqlite3_bind_int64(stmt_, i, v)); }
+  Use& U64(int i, uint64_t v) { return Int(i, static_cast<int64_t>(v)); }
+
+  int Step() { return rc_ != SQLITE_OK ? rc_ : sqlite3_step(stmt_); }
+  Status Run(const std::string& what) {
+    int rc = Step();
+    return rc == SQLITE_DONE ? Status::Ok() : SqlError(db_, rc, what);
+  }
+  std::string Col(int c) const {
+    const void* p = sqlite3_column_blob(stmt_, c);
+    int n = sqlite3_column_bytes(stmt_, c);
+    return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
+  }
+  int64_t ColInt(int c) const { return sqlite3_column_int64(stmt_, c); }
+  uint64_t ColU64(int c) const { return static_cast<uint64_t>(ColInt(c)); }
+
+ private:
+  Use& Keep(int rc) {
+    if (rc_ == SQLITE_OK && rc != SQLITE_OK) rc_ = rc;
+    return *this;
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+  int rc_ = SQLITE_OK;
+};
+
+Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  return rc == SQLITE_OK ? Status::Ok() : SqlError(db, rc, what);
+}
+
+Status Configure(sqlite3* db) {
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, 5000);
+  STAMPFS_RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode = WAL", "enable WAL"));
+  STAMPFS_RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = NORMAL", "set synchronous"));
+  sqlite3_stmt* stmt = nullptr;
+  int version = -1;
+  if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr) == SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    version = sqlite3_column_int(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  if (version == kSchemaVersion) return Status::Ok();
+  if (version != 0) {
+    return Status(Code::kNotSupported,
+                  "block index schema version " + std::to_string(version) + " is unknown");
+  }
+  STAMPFS_RETURN_IF_ERROR(Exec(db, kSchema, "create schema"));
+  return Exec(db, "PRAGMA user_version = " + std::to_string(kSchemaVersion), "set version");
+}
+
+}  // namespace
+
+struct BlockIndex::Statements {
+  std::array<sqlite3_stmt*, kStmtCount> s{};
+};
+
+Result<std::unique_ptr<BlockIndex>> BlockIndex::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    Status s(Code::kInternal, "open block index " + path + ": " +
+                                  (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    sqlite3_close(db);
+    return s;
+  }
+  std::unique_ptr<BlockIndex> index(new BlockIndex(db));
+  STAMPFS_RETURN_IF_ERROR(Configure(db).WithContext(path));
+  for (int i = 0; i < kStmtCount; ++i) {
+    rc = sqlite3_prepare_v3(db, kSql[i], -1, SQLITE_PREPARE_PERSISTENT, &index->stmts_->s[i],
+                            nullptr);
+    if (rc != SQLITE_OK) return SqlError(db, rc, std::string("prepare ") + kSql[i]);
+  }
+  return index;
+}
+
+BlockIndex::BlockIndex(sqlite3* db) : db_(db), stmts_(std::make_unique<Statements>()) {}
+
+BlockIndex::~BlockIndex() {
+  for (sqlite3_stmt* s : stmts_->s) sqlite3_finalize(s);
+  sqlite3_close(db_);
+}
+
+Result<int64_t> BlockIndex::InsertFile(const std::string& blob, const std::string& etag,
+                                       uint64_t block_size) {
+  Use u(db_, stmts_->s[kInsertFile]);
+  STAMPFS_RETURN_IF_ERROR(u.Text(1, blob).Text(2, etag).U64(3, block_size).Run("insert file"));
+  return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
+}
+
+Status BlockIndex::UpdateVersion(int64_t id, const std::string& blob, const std::string& etag) {
+  return Use(db_, stmts_->s[kUpdateVersion]).Int(1, id).Text(2, blob).Text(3, etag).Run("rekey");
+}
+
+Status BlockIndex::SetJournal(int64_t id, const std::optional<JournalRecord>& j) {
+  if (!j) return Use(db_, stmts_->s[kClearJournal]).Int(1, id).Run("clear journal");
+  Use u(db_, stmts_->s[kSetJournal]);
+  u.Int(1, id).U64(2, j->ino).Bytes(3, j->path).Text(4, j->base_etag).U64(5, j->size);
+  u.U64(6, j->remote_size).Int(7, j->mtime_ns).U64(8, j->tag);
+  return u.Run("journal");
+}
+
+Status BlockIndex::DeleteFile(int64_t id) {
+  STAMPFS_RETURN_IF_ERROR(Use(db_, stmts_->s[kDeleteFileBlocks]).Int(1, id).Run("drop blocks"));
+  return Use(db_, stmts_->s[kDeleteFile]).Int(1, id).Run("drop file");
+}
+
+Status BlockIndex::PutBlock(const BlockRow& r) {
+  Use u(db_, stmts_->s[kPutBlock]);
+  u.Int(1, r.file).U64(2, r.index).U64(3, r.offset).U64(4, r.length).U64(5, r.extent);
+  u.Int(6, static_cast<int>(r.state)).Int(7, r.access);
+  return u.Run("put block");
+}
+
+Status BlockIndex::DeleteBlock(int64_t file, uint64_t index) {
+  return Use(db_, stmts_->s[kDeleteBlock]).Int(1, file).U64(2, index).Run("delete block");
+}
+
+Status BlockIndex::DeleteBlocksFrom(int64_t file, uint64_t first) {
+  return Use(db_, stmts_->s[kDeleteBlocksFrom]).Int(1, file).U64(2, first).Run("truncate");
+}
+
+Status BlockIndex::MarkClean(int64_t file) {
+  return Use(db_, stmts_->s[kMarkClean]).Int(1, file).Run("mark clean");
+}
+
+Status BlockIndex::SetAccess(int64_t file, uint64_t index, int64_t access) {
+  return Use(db_, stmts_->s[kSetAccess]).Int(1, file).U64(2, index).Int(3, access).Run("access");
+}
+
+Result<std::vector<FileRow>> BlockIndex::Files() {
+  std::vector<FileRow> rows;
+  Use u(db_, stmts_->s[kSelectFiles]);
+  int rc;
+  while ((rc = u.Step()) == SQLITE_ROW) {
+    FileRow f;
+    f.id = u.ColInt(0);
+    f.blob = u.Col(1);
+    f.etag = u.Col(2);
+    f.block_size = u.ColU64(3);
+    if (u.ColInt(4) != 0) {
+      JournalRecord j;
+      j.ino = u.ColU64(5);
+      j.path = u.Col(6);
+      j.base_etag = u.Col(7);
+      j.size = u.ColU64(8);
+      j.remote_size = u.ColU64(9);
+      j.mtime_ns = u.ColInt(10);
+      j.tag = u.ColU64(11);
+      f.journal = std::move(j);
+    }
+    rows.push_back(std::move(f));
+  }
+  if (rc != SQLITE_DONE) return SqlError(db_, rc, "list files");
+  return rows;
+}
+
+Result<std::vector<BlockRow>> BlockIndex::Blocks() {
+  std::vector<BlockRow> rows;
+  Use u(db_, stmts_->s[kSelectBlocks]);
+  int rc;
+  while ((rc = u.Step()) == SQLITE_ROW) {
+    BlockRow b;
+    b.file = u.ColInt(0);
+    b.index = u.ColU64(1);
+    b.offset = u.ColU64(2);
+    b.length = u.ColU64(3);
+    b.extent = u.ColU64(4);
+    b.state = static_cast<BlockState>(u.ColInt(5));
+    b.access = u.ColInt(6);
+    rows.push_back(b);
+  }
+  if (rc != SQLITE_DONE) return SqlError(db_, rc, "list blocks");
+  return rows;
+}
+
+Status BlockIndex::Begin() { return Use(db_, stmts_->s[kBegin]).Run("begin"); }
+Status BlockIndex::Commit() { return Use(db_, stmts_->s[kCommit]).Run("commit"); }
+
+}  // namespace stampfs

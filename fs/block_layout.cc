@@ -1,0 +1,55 @@
+#include "fs/block_layout.h"
+
+#include <cstdio>
+#include <random>
+
+#include "storage/auth.h"
+
+namespace stampfs {
+
+// Tier t starts after kBlocksPerTier blocks of each size B << i, i < t:
+// kBlocksPerTier * B * (2^t - 1).
+uint64_t BlockLayout::StartOf(uint64_t k) const {
+  const uint64_t tier = k / kBlocksPerTier;
+  const uint64_t tier_start = kBlocksPerTier * base_ * ((1ull << tier) - 1);
+  return tier_start + (k % kBlocksPerTier) * (base_ << tier);
+}
+
+uint64_t BlockLayout::IndexAt(uint64_t offset) const {
+  uint64_t tier = 0;
+  uint64_t tier_start = 0;
+  for (;;) {
+    const uint64_t tier_bytes = kBlocksPerTier * (base_ << tier);
+    if (offset < tier_start + tier_bytes || tier >= 40) break;
+    tier_start += tier_bytes;
+    ++tier;
+  }
+  return tier * kBlocksPerTier + (offset - tier_start) / (base_ << tier);
+}
+
+uint64_t BlockLayout::LengthIn(uint64_t k, uint64_t size) const {
+  const uint64_t start = StartOf(k);
+  if (start >= size) return 0;
+  const uint64_t len = SizeOf(k);
+  return size - start < len ? size - start : len;
+}
+
+bool ValidBlockSize(uint64_t size) {
+  return size >= kMinBlockSize && size <= kMaxBlockSize && (size & (size - 1)) == 0;
+}
+
+std::string WriterBlockId(uint64_t tag, uint64_t index) {
+  char digits[33];
+  std::snprintf(digits, sizeof(digits), "%016llx%016llx", static_cast<unsigned long long>(tag),
+                static_cast<unsigned long long>(index));
+  return Base64Encode(std::string(digits, 32));
+}
+
+uint64_t NewWriterTag() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  uint64_t tag = 0;
+  while (tag == 0) tag = rng();
+  return tag;
+}
+
+}  // namespace stampfs
