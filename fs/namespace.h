@@ -58,6 +58,7 @@ struct FileState {
   std::string blob_etag;   // committed blob ETag ("" before the first commit)
   std::string entity_etag;
   std::string path;
+  uint64_t block_size = 0;  // base block size of the blob's layout ("bsize"; 0 = not recorded)
 };
 
 struct SetAttrRequest {
@@ -113,9 +114,10 @@ class Namespace {
 
   // Data path support.
   Result<FileState> GetFile(uint64_t ino, bool fresh = false);
-  // Records a committed blob: size, mtime and blob ETag merged into the entry.
+  // Records a committed blob: size, mtime, blob ETag (and the block size of
+  // its layout when not 0) merged into the entry.
   Result<Attr> CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns,
-                          const std::string& blob_etag);
+                          const std::string& blob_etag, uint64_t block_size = 0);
   void Pin(uint64_t ino) { inodes_.Pin(ino); }
   void Unpin(uint64_t ino) { inodes_.Unpin(ino); }
 

@@ -202,6 +202,7 @@ Result<FileState> Namespace::FileStateOf(const Entity& entry, const std::string&
   s.entity_etag = entry.etag;
   if (const std::string* b = entry.GetString("blob")) s.blob = *b;
   if (const std::string* b = entry.GetString("betag")) s.blob_etag = *b;
+  if (int64_t b = entry.GetInt64("bsize"); b > 0) s.block_size = static_cast<uint64_t>(b);
   return s;
 }
 
@@ -266,7 +267,7 @@ Result<FileState> Namespace::GetFile(uint64_t ino, bool fresh) {
 }
 
 Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns,
-                                   const std::string& blob_etag) {
+                                   const std::string& blob_etag, uint64_t block_size) {
   auto e = MergeEntry(ino, [&](Entity* entity) -> Status {
     auto attr = AttrFromEntity(*entity);
     STAMPFS_RETURN_IF_ERROR(attr);
@@ -275,6 +276,7 @@ Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns
     attr->ctime_ns = NowNs();
     AttrToEntity(*attr, entity);
     entity->properties["betag"] = blob_etag;
+    if (block_size > 0) entity->properties["bsize"] = static_cast<int64_t>(block_size);
     return Status::Ok();
   });
   STAMPFS_RETURN_IF_ERROR(e);
