@@ -285,14 +285,11 @@ class FakeBlobStore : public BlobStore {
                            const std::string& destination, const Condition& condition,
                            const std::string& source_if_match) override;
 
-  // Delete and SetMetadata act on an existing blob: a missing one is 404
-  // whatever the condition (Azure checks existence first for these).
   Status Delete(const std::string& container, const std::string& blob,
                 const Condition& condition) override {
     std::lock_guard<std::mutex> lock(mu_);
-    auto found = FindCommitted(container, blob);
+    auto found = FindExisting(container, blob, condition);
     STAMPFS_RETURN_IF_ERROR(found);
-    STAMPFS_RETURN_IF_ERROR(CheckExistingCondition(**found, condition, blob));
     containers_[container].erase(blob);  // staged blocks go with it
     return Status::Ok();
   }
@@ -302,10 +299,9 @@ class FakeBlobStore : public BlobStore {
                                   const Condition& condition) override {
     STAMPFS_RETURN_IF_ERROR(ValidateMetadata(metadata));
     std::lock_guard<std::mutex> lock(mu_);
-    auto found = FindCommitted(container, blob);
+    auto found = FindExisting(container, blob, condition);
     STAMPFS_RETURN_IF_ERROR(found);
     Blob& target = **found;
-    STAMPFS_RETURN_IF_ERROR(CheckExistingCondition(target, condition, blob));
     target.metadata = metadata;
     target.etag = NewEtag();
     target.last_modified = static_cast<int64_t>(std::time(nullptr));
@@ -328,14 +324,23 @@ class FakeBlobStore : public BlobStore {
     return &it->second;
   }
 
-  // If-None-Match "*" on an existing blob fails non-create writes with 412,
-  // which the Azure client reports as kAlreadyExists.
-  static Status CheckExistingCondition(const Blob& blob, const Condition& condition,
-                                       const std::string& name) {
-    if (condition.kind == Condition::Kind::kIfNoneMatchAny) {
-      return Status(Code::kAlreadyExists, "blob " + name + " exists", 412, "ConditionNotMet");
+  // The blob an operation on an existing blob (Read, Delete, SetMetadata)
+  // acts on, after its condition: missing is 404 unconditionally but 412 under
+  // If-Match; If-None-Match "*" on an existing blob is 412, which the Azure
+  // client reports as kAlreadyExists.
+  Result<Blob*> FindExisting(const std::string& container, const std::string& blob,
+                             const Condition& condition) {
+    auto found = FindCommitted(container, blob);
+    if (!found.ok()) {
+      const bool blob_missing = found.status().service_code() == "BlobNotFound";
+      if (blob_missing && condition.kind == Condition::Kind::kIfMatch) return ConditionNotMet(blob);
+      return found.status();
     }
-    return CheckWriteCondition(&blob, condition, name);
+    if (condition.kind == Condition::Kind::kIfNoneMatchAny) {
+      return Status(Code::kAlreadyExists, "blob " + blob + " exists", 412, "ConditionNotMet");
+    }
+    STAMPFS_RETURN_IF_ERROR(CheckWriteCondition(*found, condition, blob));
+    return found;
   }
 
   std::mutex mu_;
@@ -397,13 +402,9 @@ Result<ReadResult> FakeBlobStore::Read(const std::string& container, const std::
   ReadResult result;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto found = FindCommitted(container, blob);
+    auto found = FindExisting(container, blob, if_match);
     STAMPFS_RETURN_IF_ERROR(found);
     const Blob& b = **found;
-    if (if_match.kind == Condition::Kind::kIfMatch && if_match.etag != "*" &&
-        if_match.etag != b.etag) {
-      return ConditionNotMet(blob);
-    }
     result.properties = PropertiesOf(b, true);
     const uint64_t size = result.properties.size;
     const uint64_t begin = std::min(offset, size);

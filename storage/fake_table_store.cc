@@ -521,7 +521,7 @@ Result<BatchResult> FakeTableStore::ExecuteBatch(const std::string& table,
   }
   std::lock_guard<std::mutex> lock(mu_);
   auto t = FindTable(table);
-  if (!t.ok()) return fail(t.status(), -1);
+  if (!t.ok()) return fail(t.status(), 0);  // the service blames the first operation
   // Keys are unique within a batch, so each operation can be planned against
   // the unchanged table; nothing is applied unless every plan succeeds.
   std::vector<PlannedWrite> writes;
