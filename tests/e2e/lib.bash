@@ -23,6 +23,10 @@
 #   section NAME                prints a heading with the elapsed time
 #   e2e_finish                  at the end of a script: summary and exit status
 #
+# A watchdog ends a script that runs over $E2E_SCRIPT_TIMEOUT seconds (default
+# 840, under ctest's 900): it kills the stampfs daemons, so calls hung in the
+# file system fail, and the script reports and cleans up.
+#
 # Every CMD runs in a subshell of the script (functions and variables work,
 # `eval 'code'` too) with stdin from /dev/null and a time limit of
 # $E2E_TIMEOUT seconds (default 120; set it per call: E2E_TIMEOUT=300 check ...).
@@ -276,6 +280,7 @@ e2e_mount() {
   E2E_PID[$mnt]=$pid
   E2E_LOG[$mnt]=$log
   E2E_MOUNTS+=("$mnt")
+  _e2e_save_pids
   local deadline=$((SECONDS + E2E_MOUNT_TIMEOUT))
   until _e2e_is_mounted "$mnt"; do
     if ! kill -0 "$pid" 2>/dev/null; then
@@ -326,6 +331,7 @@ e2e_unmount() {
       problem="stampfs (pid $pid) exited with status $rc after the unmount"
     fi
     unset "E2E_PID[$mnt]"
+    _e2e_save_pids
   fi
   if [[ -n $problem ]]; then
     _e2e_fail "unmount $mnt" "$problem" "$log"
@@ -345,6 +351,27 @@ e2e_remount() {
     *) e2e_fatal "e2e_remount: unknown mode $how" ;;
   esac
   e2e_mount "$mnt"
+}
+
+# The daemons' pids, for the watchdog.
+_e2e_save_pids() {
+  printf '%s\n' "${E2E_PID[@]}" >"$E2E_TMP/.daemons"
+}
+
+# An external process (not a subshell: signals and traps stay simple) that
+# exits with the script, or after E2E_SCRIPT_TIMEOUT kills the daemons.
+_e2e_start_watchdog() {
+  bash -c '
+    main=$1 limit=$2 pids=$3
+    end=$((SECONDS + limit))
+    while kill -0 "$main" 2>/dev/null; do
+      if ((SECONDS >= end)); then
+        echo "e2e watchdog: the script ran over ${limit}s; killing its stampfs daemons so that hung calls return" >&2
+        for p in $(cat "$pids" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+        exit 0
+      fi
+      sleep 2
+    done' e2e-watchdog $$ "${E2E_SCRIPT_TIMEOUT:-840}" "$E2E_TMP/.daemons" </dev/null &
 }
 
 _e2e_kill_daemons() {
@@ -412,5 +439,6 @@ _e2e_on_exit() {
 }
 
 trap _e2e_on_exit EXIT
+_e2e_start_watchdog
 trap 'echo "interrupted"; exit 130' INT
 trap 'echo "terminated"; exit 143' TERM
