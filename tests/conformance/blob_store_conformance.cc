@@ -28,7 +28,9 @@ std::string RandomHex(size_t digits) {
 // An ETag this store never produced (well-formed, quoted).
 constexpr const char* kForeignEtag = "\"0x8DC0000000000001\"";
 
-BlockRef Ref(uint64_t index, BlockRef::Source source) { return BlockRef{BlockIdFor(index), source}; }
+BlockRef Ref(uint64_t index, BlockRef::Source source) {
+  return BlockRef{BlockIdFor(index), source};
+}
 
 std::vector<std::string> Names(const BlobListing& listing) {
   std::vector<std::string> names;
@@ -65,10 +67,8 @@ std::string BlobStoreConformance::Content(const std::string& blob) {
   return data.ok() ? *data : "<error: " + data.status().ToString() + ">";
 }
 
-void BlobStoreConformance::Stage(const std::string& blob, uint64_t index,
-                                 const std::string& data) {
-  EXPECT_TRUE(Ok(store_->PutBlock(container_, blob, BlockIdFor(index),
-                                  HttpBody::FromString(data))))
+void BlobStoreConformance::Stage(const std::string& blob, uint64_t index, const std::string& data) {
+  EXPECT_TRUE(Ok(store_->PutBlock(container_, blob, BlockIdFor(index), HttpBody::FromString(data))))
       << "stage block " << index << " of " << blob;
 }
 
@@ -94,12 +94,10 @@ TEST_P(BlobStoreConformance, EveryOperationOnAMissingContainerIsContainerNotFoun
                  "PutBlock");
   expect_missing(store_->PutBlockList(missing, "b", {}, {}, Condition::None()).status(),
                  "PutBlockList");
-  expect_missing(store_->GetBlockList(missing, "b", BlockListType::kAll).status(),
-                 "GetBlockList");
+  expect_missing(store_->GetBlockList(missing, "b", BlockListType::kAll).status(), "GetBlockList");
   expect_missing(store_->Copy(missing, "a", "b", Condition::None(), "").status(), "Copy");
   expect_missing(store_->Delete(missing, "b", Condition::None()), "Delete");
-  expect_missing(store_->SetMetadata(missing, "b", {}, Condition::None()).status(),
-                 "SetMetadata");
+  expect_missing(store_->SetMetadata(missing, "b", {}, Condition::None()).status(), "SetMetadata");
   expect_missing(store_->DeleteContainer(missing), "DeleteContainer");
 }
 
@@ -211,12 +209,11 @@ TEST_P(BlobStoreConformance, SetMetadataReplacesTheWholeSetAndKeepsTheBytes) {
 }
 
 TEST_P(BlobStoreConformance, InvalidMetadataIsRefusedAndWritesNothing) {
-  EXPECT_TRUE(Fails(store_->PutString(container_, "m", "x", {{"Bad_Name", "v"}},
-                                      Condition::None()),
+  EXPECT_TRUE(Fails(store_->PutString(container_, "m", "x", {{"Bad_Name", "v"}}, Condition::None()),
                     Code::kInvalidArgument));
-  EXPECT_TRUE(Fails(store_->PutString(container_, "m", "x", {{"ok", "line\nbreak"}},
-                                      Condition::None()),
-                    Code::kInvalidArgument));
+  EXPECT_TRUE(
+      Fails(store_->PutString(container_, "m", "x", {{"ok", "line\nbreak"}}, Condition::None()),
+            Code::kInvalidArgument));
   EXPECT_TRUE(Fails(store_->GetProperties(container_, "m"), Code::kNotFound));
 }
 
@@ -287,9 +284,9 @@ TEST_P(BlobStoreConformance, StaleIfMatchOnDeleteIsPreconditionFailedAndKeepsThe
 TEST_P(BlobStoreConformance, StaleIfMatchOnSetMetadataIsPreconditionFailedAndKeepsMetadata) {
   const std::string old_etag = PutOrFail("s", "v1");
   const std::string etag = PutOrFail("s", "v2", {{"keep", "me"}});
-  EXPECT_TRUE(Fails(store_->SetMetadata(container_, "s", {{"new", "x"}},
-                                        Condition::IfMatch(old_etag)),
-                    Code::kPreconditionFailed));
+  EXPECT_TRUE(
+      Fails(store_->SetMetadata(container_, "s", {{"new", "x"}}, Condition::IfMatch(old_etag)),
+            Code::kPreconditionFailed));
   auto props = store_->GetProperties(container_, "s");
   ASSERT_TRUE(Ok(props));
   EXPECT_EQ(props->metadata, (BlobMetadata{{"keep", "me"}}));
@@ -323,23 +320,25 @@ TEST_P(BlobStoreConformance, CurrentIfMatchAllowsEveryWrite) {
 }
 
 TEST_P(BlobStoreConformance, IfMatchOnAMissingBlobIsPreconditionFailed) {
-  EXPECT_TRUE(Fails(store_->PutString(container_, "none", "x", {}, Condition::IfMatch(kForeignEtag)),
-                    Code::kPreconditionFailed));
+  EXPECT_TRUE(
+      Fails(store_->PutString(container_, "none", "x", {}, Condition::IfMatch(kForeignEtag)),
+            Code::kPreconditionFailed));
   Stage("none", 0, "x");  // staged blocks do not make the blob exist
   EXPECT_TRUE(Fails(store_->PutBlockList(container_, "none", {Ref(0, BlockRef::Source::kLatest)},
                                          {}, Condition::IfMatch(kForeignEtag)),
                     Code::kPreconditionFailed));
   EXPECT_TRUE(Fails(store_->GetProperties(container_, "none"), Code::kNotFound));
   // Operations on an existing blob: 404 without a condition, 412 under If-Match.
-  EXPECT_TRUE(Fails(store_->Delete(container_, "none", Condition::None()), Code::kNotFound));
-  EXPECT_TRUE(Fails(store_->Delete(container_, "none", Condition::IfMatch(kForeignEtag)),
+  EXPECT_TRUE(Fails(store_->Delete(container_, "absent", Condition::None()), Code::kNotFound));
+  EXPECT_TRUE(Fails(store_->Delete(container_, "absent", Condition::IfMatch(kForeignEtag)),
                     Code::kPreconditionFailed));
-  EXPECT_TRUE(Fails(store_->SetMetadata(container_, "none", {}, Condition::IfMatch(kForeignEtag)),
+  EXPECT_TRUE(Fails(store_->SetMetadata(container_, "absent", {}, Condition::IfMatch(kForeignEtag)),
                     Code::kPreconditionFailed));
-  EXPECT_TRUE(Fails(store_->ReadToString(container_, "none", 0, 0, Condition::IfMatch(kForeignEtag)),
-                    Code::kPreconditionFailed));
+  EXPECT_TRUE(
+      Fails(store_->ReadToString(container_, "absent", 0, 0, Condition::IfMatch(kForeignEtag)),
+            Code::kPreconditionFailed));
   PutOrFail("src", "source");
-  EXPECT_TRUE(Fails(store_->Copy(container_, "src", "none", Condition::IfMatch(kForeignEtag), ""),
+  EXPECT_TRUE(Fails(store_->Copy(container_, "src", "absent", Condition::IfMatch(kForeignEtag), ""),
                     Code::kPreconditionFailed));
 
   Status star = store_->PutString(container_, "none", "x", {}, Condition::IfMatch("*")).status();
@@ -383,8 +382,8 @@ TEST_P(BlobStoreConformance, RestagingOneBlockOfEightAndReusingCommittedIdsPatch
   for (uint64_t i = 0; i < 8; ++i) {
     patch.push_back(Ref(i, i == 3 ? BlockRef::Source::kUncommitted : BlockRef::Source::kCommitted));
   }
-  auto second = store_->PutBlockList(container_, "f", patch, {{"v", "2"}},
-                                     Condition::IfMatch(*first));
+  auto second =
+      store_->PutBlockList(container_, "f", patch, {{"v", "2"}}, Condition::IfMatch(*first));
   ASSERT_TRUE(Ok(second));
   std::string expected;
   for (const std::string& b : blocks) expected += b;
@@ -407,18 +406,16 @@ TEST_P(BlobStoreConformance, RestagingOneBlockOfEightAndReusingCommittedIdsPatch
 TEST_P(BlobStoreConformance, BlockSourcesChooseCommittedOrStagedData) {
   Stage("s", 0, "AAAA");
   Stage("s", 1, "BBBB");
-  ASSERT_TRUE(Ok(store_->PutBlockList(container_, "s",
-                                      {Ref(0, BlockRef::Source::kLatest),
-                                       Ref(1, BlockRef::Source::kLatest)},
-                                      {}, Condition::None())));
+  ASSERT_TRUE(Ok(store_->PutBlockList(
+      container_, "s", {Ref(0, BlockRef::Source::kLatest), Ref(1, BlockRef::Source::kLatest)}, {},
+      Condition::None())));
   Stage("s", 0, "aa");
   Stage("s", 1, "bbbbbb");
   // Committed takes the committed bytes even when a block of that id is staged;
   // Latest prefers the staged one.
-  ASSERT_TRUE(Ok(store_->PutBlockList(container_, "s",
-                                      {Ref(0, BlockRef::Source::kCommitted),
-                                       Ref(1, BlockRef::Source::kLatest)},
-                                      {}, Condition::None())));
+  ASSERT_TRUE(Ok(store_->PutBlockList(
+      container_, "s", {Ref(0, BlockRef::Source::kCommitted), Ref(1, BlockRef::Source::kLatest)},
+      {}, Condition::None())));
   EXPECT_EQ(Content("s"), "AAAAbbbbbb");
 }
 
@@ -475,10 +472,9 @@ TEST_P(BlobStoreConformance, BlobWithOnlyStagedBlocksIsInvisible) {
 TEST_P(BlobStoreConformance, GetBlockListReportsEachListWithSizes) {
   Stage("g", 0, "abc");
   Stage("g", 1, "defgh");
-  auto etag = store_->PutBlockList(container_, "g",
-                                   {Ref(0, BlockRef::Source::kLatest),
-                                    Ref(1, BlockRef::Source::kLatest)},
-                                   {}, Condition::None());
+  auto etag = store_->PutBlockList(
+      container_, "g", {Ref(0, BlockRef::Source::kLatest), Ref(1, BlockRef::Source::kLatest)}, {},
+      Condition::None());
   ASSERT_TRUE(Ok(etag));
   Stage("g", 2, "ijklmno");
   auto committed = store_->GetBlockList(container_, "g", BlockListType::kCommitted);
@@ -494,8 +490,8 @@ TEST_P(BlobStoreConformance, GetBlockListReportsEachListWithSizes) {
   ASSERT_EQ(uncommitted->uncommitted.size(), 1u);
   EXPECT_EQ(uncommitted->uncommitted[0].id, BlockIdFor(2));
   EXPECT_EQ(uncommitted->uncommitted[0].size, 7u);
-  EXPECT_TRUE(Fails(store_->GetBlockList(container_, "nothing", BlockListType::kAll),
-                    Code::kNotFound));
+  EXPECT_TRUE(
+      Fails(store_->GetBlockList(container_, "nothing", BlockListType::kAll), Code::kNotFound));
 }
 
 TEST_P(BlobStoreConformance, BlockIdsOfAnotherLengthAreRefused) {
@@ -533,8 +529,8 @@ TEST_P(BlobStoreConformance, CopyPinnedToAStaleSourceOrFromAMissingOneFails) {
   PutOrFail("src", "v2");
   EXPECT_TRUE(Fails(store_->Copy(container_, "src", "dst", Condition::None(), old_etag),
                     Code::kPreconditionFailed));
-  EXPECT_TRUE(Fails(store_->Copy(container_, "absent", "dst", Condition::None(), ""),
-                    Code::kNotFound));
+  EXPECT_TRUE(
+      Fails(store_->Copy(container_, "absent", "dst", Condition::None(), ""), Code::kNotFound));
   EXPECT_TRUE(Fails(store_->GetProperties(container_, "dst"), Code::kNotFound));
 }
 
