@@ -1,222 +1,261 @@
+// FileData: opening and closing files, attributes of open files, unlinks.
 #include "fs/file_data.h"
 
-#include <fcntl.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "fs/log.h"
 
 namespace stampfs {
 
-namespace {
-
-Status ErrnoStatus(const std::string& what) {
-  return Status(Code::kInternal, what + ": " + std::strerror(errno));
+Result<ConflictPolicy> ParseConflictPolicy(const std::string& text) {
+  if (text == "copy") return ConflictPolicy::kCopy;
+  if (text == "fail") return ConflictPolicy::kFail;
+  if (text == "overwrite") return ConflictPolicy::kOverwrite;
+  return Status(Code::kInvalidArgument, "conflict=" + text + ": expected copy, fail or overwrite");
 }
 
-// Blob metadata that lets the table be rebuilt from the container alone.
-BlobMetadata MetadataFor(const Attr& attr, int64_t mtime_ns) {
-  return {{"mode", std::to_string(attr.mode)},
-          {"uid", std::to_string(attr.uid)},
-          {"gid", std::to_string(attr.gid)},
-          {"mtime", std::to_string(mtime_ns)}};
+namespace {
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  std::string host = buf;
+  for (char& c : host) {
+    if (c == '/' || c == '\0') c = '_';
+  }
+  return host;
 }
 
 }  // namespace
 
-FileData::FileData(Namespace& ns, BlobStore& blobs, std::string container, std::string work_dir)
-    : ns_(ns), blobs_(blobs), container_(std::move(container)), work_dir_(std::move(work_dir)) {}
+FileData::FileData(Namespace& ns, BlobStore& blobs, BlockCache& cache, FileDataOptions options)
+    : ns_(ns),
+      blobs_(blobs),
+      cache_(cache),
+      options_(std::move(options)),
+      fetches_(options_.fetch_threads),
+      uploads_(options_.upload_threads) {
+  if (options_.host.empty()) options_.host = HostName();
+  if (!options_.now_ns) options_.now_ns = NowNs;
+  if (!ValidBlockSize(options_.block_size)) options_.block_size = kDefaultBlockSize;
+  if (options_.max_uploads_per_file == 0) options_.max_uploads_per_file = 1;
+}
 
 FileData::~FileData() {
+  // Files still open at unmount keep their journal: the next mount commits them.
+  std::lock_guard<std::mutex> lock(mu_);
   for (auto& [ino, f] : files_) {
-    if (f->fd >= 0) close(f->fd);
+    Lock file_lock(f->mu);
+    WaitIdle(*f, file_lock);
+    if (f->loaded) cache_.Release(f->cache_id);
+    f->loaded = false;
   }
 }
 
-std::shared_ptr<FileData::OpenFile> FileData::Find(uint64_t ino) {
+FileData::FilePtr FileData::Find(uint64_t ino) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = files_.find(ino);
   return it == files_.end() ? nullptr : it->second;
 }
 
-// An anonymous file in the work directory: nothing is left behind on exit.
-Result<int> FileData::MakeLocalFile() {
-  int fd = open(work_dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoStatus("create a local copy in " + work_dir_);
-  return fd;
+FileData::FilePtr FileData::Enter(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = files_[ino];
+  if (!slot) slot = std::make_shared<OpenFile>(ino);
+  slot->opening++;  // keeps a concurrent last Release from dropping the map entry
+  return slot;
 }
 
-Status FileData::Download(uint64_t ino, OpenFile& file, const FileState& state) {
-  file.blob = state.blob;
-  file.base_etag = state.blob_etag;
-  file.mtime_ns = state.attr.mtime_ns;
-  file.size = 0;
-  if (state.blob_etag.empty() || state.attr.size == 0) return Status::Ok();
-  int fd = file.fd;
-  blob_requests_++;
-  auto r = blobs_.Read(container_, state.blob, 0, 0, Condition::IfMatch(state.blob_etag),
-                       [fd](uint64_t offset, const char* data, size_t len) {
-                         return pwrite(fd, data, len, static_cast<off_t>(offset)) ==
-                                static_cast<ssize_t>(len);
-                       });
-  STAMPFS_RETURN_IF_ERROR(r.status().WithContext("read " + state.path));
-  if (ftruncate(fd, static_cast<off_t>(r->bytes)) != 0) return ErrnoStatus("truncate copy");
-  file.size = r->bytes;
-  (void)ino;
+void FileData::Leave(const FilePtr& f) {
+  std::lock_guard<std::mutex> lock(mu_);
+  f->opening--;
+}
+
+// The kernel sends RELEASE asynchronously: a new open of the same inode may
+// already be under way and must keep the entry it found in the map.
+void FileData::EraseIfUnused(uint64_t ino, const FilePtr& f) {
+  std::lock_guard<std::mutex> map_lock(mu_);
+  std::lock_guard<std::mutex> lock(f->mu);
+  auto it = files_.find(ino);
+  if (it != files_.end() && it->second == f && f->refs == 0 && f->opening == 0 && !f->loaded) {
+    files_.erase(it);
+  }
+}
+
+// REQUIRES: f.mu held, !f.loaded.
+Status FileData::Bind(OpenFile& f, const FileState& st) {
+  BlockLayout layout(ValidBlockSize(st.block_size) ? st.block_size : options_.block_size);
+  auto id = cache_.Acquire(st.blob, st.blob_etag, layout.base());
+  STAMPFS_RETURN_IF_ERROR(id);
+  f.cache_id = *id;
+  f.fd = cache_.fd(*id);
+  f.layout = layout;
+  f.blob = st.blob;
+  f.base_etag = st.blob_etag;
+  f.path = st.path;
+  f.attr = st.attr;
+  f.size = st.attr.size;
+  f.remote_size = st.blob_etag.empty() ? 0 : st.attr.size;
+  f.mtime_ns = st.attr.mtime_ns;
+  f.tag = NewWriterTag();
+  f.dirty = f.journaled = f.entity_stale = f.served = false;
+  f.upload_error = Status::Ok();
+  f.next_read = f.prefetched = 0;
+  f.loaded = true;
   return Status::Ok();
 }
 
-Status FileData::Open(uint64_t ino, bool truncate, bool created) {
-  std::shared_ptr<OpenFile> file;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& slot = files_[ino];
-    if (!slot) slot = std::make_shared<OpenFile>();
-    file = slot;
+// REQUIRES: f.mu held, idle (no fetch or upload in flight).
+void FileData::Unload(OpenFile& f) {
+  if (!f.loaded) return;
+  if (!f.delete_on_close.empty()) cache_.Discard(f.cache_id).PermitUnchecked();
+  cache_.Release(f.cache_id);
+  f.fd = -1;
+  f.loaded = false;
+}
+
+Status FileData::Load(OpenFile& f, const OpenFlags& flags) {
+  auto st = ns_.GetFile(f.ino, false);
+  STAMPFS_RETURN_IF_ERROR(st);
+  if (!st->attr.IsRegular()) return Status(Code::kIsADirectory, st->path);
+  // A writer must start from the blob's current version: an entry that lags
+  // (a commit whose entry merge was lost) would make its commit a conflict.
+  if (flags.writable && !flags.created) {
+    st = Validate(f.ino, *st);
+    STAMPFS_RETURN_IF_ERROR(st);
   }
-  std::lock_guard<std::mutex> lock(file->mu);
-  if (file->refs == 0) {
-    auto fd = MakeLocalFile();
-    STAMPFS_RETURN_IF_ERROR(fd);
-    file->fd = *fd;
-    auto state = ns_.GetFile(ino, false);
-    Status s = state.ok() ? Download(ino, *file, *state) : state.status();
-    if (s.Is(Code::kPreconditionFailed)) {
-      // The entry lagged behind the blob (another mount's commit in flight):
-      // read the entry again and pin the version it now names.
-      state = ns_.GetFile(ino, true);
-      s = state.ok() ? Download(ino, *file, *state) : state.status();
-    }
-    if (!s.ok()) {
-      close(file->fd);
-      file->fd = -1;
-      std::lock_guard<std::mutex> map_lock(mu_);
-      files_.erase(ino);
-      return s;
-    }
-    ns_.Pin(ino);
+  return Bind(f, *st);
+}
+
+Result<OpenResult> FileData::Open(uint64_t ino, OpenFlags flags) {
+  FilePtr f = Enter(ino);
+  Lock lock(f->mu);
+  OpenResult result;
+  Status s;
+  const bool first = !f->loaded;
+  if (first) {
+    s = Load(*f, flags);
+  } else {
+    result.keep_cache = true;  // every open here shares this copy
   }
-  file->refs++;
-  if (created) file->dirty = true;
-  if (truncate && (file->size != 0 || file->base_etag.empty())) {
-    if (ftruncate(file->fd, 0) != 0) return ErrnoStatus("truncate");
-    file->size = 0;
-    file->dirty = true;
-    file->mtime_ns = NowNs();
+  if (s.ok()) {
+    if (f->refs++ == 0) ns_.Pin(ino);
   }
-  return Status::Ok();
+  lock.unlock();
+  Leave(f);
+  if (!s.ok()) {
+    EraseIfUnused(ino, f);
+    return s;
+  }
+  lock.lock();
+  if (first) {
+    std::lock_guard<std::mutex> etag_lock(etag_mu_);
+    auto it = last_etag_.find(ino);
+    result.keep_cache = !f->base_etag.empty() && it != last_etag_.end() && it->second == f->base_etag;
+    last_etag_[ino] = f->base_etag;
+  }
+  if (flags.created && !f->dirty) {
+    f->dirty = true;  // even an empty new file gets its blob
+    s = Journal(*f);
+  }
+  if (s.ok() && flags.truncate && (f->size != 0 || f->base_etag.empty())) {
+    s = TruncateLocked(*f, lock, 0);
+    result.keep_cache = false;
+  }
+  if (!s.ok()) {
+    lock.unlock();
+    Release(ino).PermitUnchecked();
+    return s;
+  }
+  return result;
 }
 
 Result<size_t> FileData::Read(uint64_t ino, char* buf, size_t size, uint64_t offset) {
-  auto file = Find(ino);
-  if (!file) return Status(Code::kInvalidArgument, "file is not open");
-  std::lock_guard<std::mutex> lock(file->mu);
-  ssize_t n = pread(file->fd, buf, size, static_cast<off_t>(offset));
-  if (n < 0) return ErrnoStatus("read local copy");
-  return static_cast<size_t>(n);
+  FilePtr f = Find(ino);
+  if (!f) return Status(Code::kInvalidArgument, "file is not open");
+  Lock lock(f->mu);
+  if (!f->loaded) return Status(Code::kInvalidArgument, "file is not open");
+  return ReadLocked(f, lock, buf, size, offset);
 }
 
 Result<size_t> FileData::Write(uint64_t ino, const char* buf, size_t size, uint64_t offset) {
-  auto file = Find(ino);
-  if (!file) return Status(Code::kInvalidArgument, "file is not open");
-  std::lock_guard<std::mutex> lock(file->mu);
-  ssize_t n = pwrite(file->fd, buf, size, static_cast<off_t>(offset));
-  if (n < 0) return ErrnoStatus("write local copy");
-  file->dirty = true;
-  file->size = std::max<uint64_t>(file->size, offset + static_cast<uint64_t>(n));
-  file->mtime_ns = NowNs();
-  return static_cast<size_t>(n);
-}
-
-Status FileData::Commit(uint64_t ino, OpenFile& file) {
-  if (!file.dirty) return Status::Ok();
-  auto state = ns_.GetFile(ino, true);
-  if (state.status().Is(Code::kNotFound)) return Status::Ok();  // unlinked: nothing to keep
-  STAMPFS_RETURN_IF_ERROR(state);
-  // A rename moved the blob (server-side copy of our base): the entry's blob
-  // ETag is then the version this copy is based on.
-  std::string base = state->blob != file.blob ? state->blob_etag : file.base_etag;
-  Condition cond = base.empty() ? Condition::IfNoneMatchAny() : Condition::IfMatch(base);
-  int fd = file.fd;
-  HttpBody body;
-  body.size = file.size;
-  body.reader = [fd](uint64_t offset, char* out, size_t len) -> size_t {
-    ssize_t n = pread(fd, out, len, static_cast<off_t>(offset));
-    return n < 0 ? 0 : static_cast<size_t>(n);
-  };
-  blob_requests_++;
-  auto etag = blobs_.Put(container_, state->blob, body, MetadataFor(state->attr, file.mtime_ns),
-                         cond);
-  if (etag.status().Is(Code::kPreconditionFailed) || etag.status().Is(Code::kAlreadyExists)) {
-    LogWarning("conflict: another writer committed " + state->path +
-               " first; this mount's changes were not written");
-    return Status(Code::kPreconditionFailed, "conflict on " + state->path);
-  }
-  STAMPFS_RETURN_IF_ERROR(etag.status().WithContext("write " + state->path));
-  auto attr = ns_.CommitFile(ino, file.size, file.mtime_ns, *etag);
-  STAMPFS_RETURN_IF_ERROR(attr);
-  file.blob = state->blob;
-  file.base_etag = *etag;
-  file.dirty = false;
-  return Status::Ok();
+  FilePtr f = Find(ino);
+  if (!f) return Status(Code::kInvalidArgument, "file is not open");
+  Lock lock(f->mu);
+  if (!f->loaded) return Status(Code::kInvalidArgument, "file is not open");
+  return WriteLocked(f, lock, buf, size, offset);
 }
 
 Status FileData::Flush(uint64_t ino) {
-  auto file = Find(ino);
-  if (!file) return Status::Ok();
-  std::lock_guard<std::mutex> lock(file->mu);
-  return Commit(ino, *file);
+  FilePtr f = Find(ino);
+  if (!f) return Status::Ok();
+  Lock lock(f->mu);
+  if (!f->loaded) return Status::Ok();
+  return CommitLocked(f, lock);
 }
 
 Status FileData::Release(uint64_t ino) {
-  auto file = Find(ino);
-  if (!file) return Status::Ok();
-  std::unique_lock<std::mutex> lock(file->mu);
-  Status s = Commit(ino, *file);
-  if (--file->refs > 0) return s;
-  close(file->fd);
-  file->fd = -1;
-  std::string orphan = file->delete_on_close;
-  lock.unlock();
-  {
-    std::lock_guard<std::mutex> map_lock(mu_);
-    files_.erase(ino);
+  FilePtr f = Find(ino);
+  if (!f) return Status::Ok();
+  Lock lock(f->mu);
+  if (!f->loaded || f->refs == 0) return Status::Ok();
+  // close(2) flushed already; the last release commits whatever is left.
+  if (--f->refs > 0) return Status::Ok();
+  f->refs++;  // still open while committing
+  Status s = CommitLocked(f, lock);
+  f->refs--;
+  WaitIdle(*f, lock);
+  if (!f->dirty) {
+    std::lock_guard<std::mutex> etag_lock(etag_mu_);
+    last_etag_[ino] = f->base_etag;
+  } else {
+    LogWarning(f->path + ": closed with changes that are not committed (" + s.ToString() +
+               "); they stay in the cache journal and are replayed at the next mount");
   }
+  std::string orphan = f->delete_on_close;
+  Unload(*f);
+  f->delete_on_close.clear();
+  lock.unlock();
+  EraseIfUnused(ino, f);
   ns_.Unpin(ino);
   if (!orphan.empty()) {
     blob_requests_++;
-    blobs_.Delete(container_, orphan, Condition::None()).PermitUnchecked();
+    blobs_.Delete(options_.container, orphan, Condition::None()).PermitUnchecked();
   }
   return s;
 }
 
 Status FileData::Truncate(uint64_t ino, uint64_t size) {
-  STAMPFS_RETURN_IF_ERROR(Open(ino, size == 0, false));
+  auto opened = Open(ino, OpenFlags{false, false, true});
+  STAMPFS_RETURN_IF_ERROR(opened);
   Status s;
   {
-    auto file = Find(ino);
-    std::lock_guard<std::mutex> lock(file->mu);
-    if (file->size != size) {
-      if (ftruncate(file->fd, static_cast<off_t>(size)) != 0) s = ErrnoStatus("truncate");
-      file->size = size;
-      file->dirty = true;
-      file->mtime_ns = NowNs();
-    }
-    if (s.ok()) s = Commit(ino, *file);
+    FilePtr f = Find(ino);
+    Lock lock(f->mu);
+    s = TruncateLocked(*f, lock, size);
   }
   Status r = Release(ino);
   return s.ok() ? r : s;
 }
 
+Status FileData::Fallocate(uint64_t ino, int mode, uint64_t offset, uint64_t length) {
+  if (mode != 0) return Status(Code::kNotSupported, "fallocate mode " + std::to_string(mode));
+  FilePtr f = Find(ino);
+  if (!f) return Status(Code::kInvalidArgument, "file is not open");
+  Lock lock(f->mu);
+  if (!f->loaded) return Status(Code::kInvalidArgument, "file is not open");
+  // Blob storage has no preallocation: only the size changes.
+  if (offset + length <= f->size) return Status::Ok();
+  return TruncateLocked(*f, lock, offset + length);
+}
+
 bool FileData::OverrideAttr(uint64_t ino, Attr* attr) {
-  auto file = Find(ino);
-  if (!file) return false;
-  std::lock_guard<std::mutex> lock(file->mu);
-  if (!file->dirty) return false;
-  attr->size = file->size;
-  attr->mtime_ns = file->mtime_ns;
+  FilePtr f = Find(ino);
+  if (!f) return false;
+  std::lock_guard<std::mutex> lock(f->mu);
+  if (!f->loaded || (!f->dirty && !f->entity_stale)) return false;
+  attr->size = f->size;
+  attr->mtime_ns = f->mtime_ns;
   return true;
 }
 
@@ -226,16 +265,35 @@ void FileData::Unlinked(uint64_t ino, const std::string& blob) {
 }
 
 void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob) {
-  if (auto file = Find(ino)) {
-    std::lock_guard<std::mutex> lock(file->mu);
-    if (file->refs > 0) {
-      file->delete_on_close = blob;
-      file->dirty = false;  // its name is gone: nothing to commit
+  if (FilePtr f = Find(ino)) {
+    std::lock_guard<std::mutex> lock(f->mu);
+    if (f->loaded && f->refs > 0) {
+      f->delete_on_close = blob;
+      f->dirty = false;  // its name is gone: nothing to commit
+      cache_.ClearJournal(f->cache_id).PermitUnchecked();
+      f->journaled = false;
       return;
     }
   }
   blob_requests_++;
-  blobs_.Delete(container_, blob, Condition::None()).PermitUnchecked();
+  blobs_.Delete(options_.container, blob, Condition::None()).PermitUnchecked();
+}
+
+// Records (or updates) the journal row naming this file's uncommitted data.
+// REQUIRES: f.mu held, f.dirty.
+Status FileData::Journal(OpenFile& f) {
+  JournalRecord r;
+  r.ino = f.ino;
+  r.path = f.path;
+  r.base_etag = f.base_etag;
+  r.size = f.size;
+  r.remote_size = f.remote_size;
+  r.mtime_ns = f.mtime_ns;
+  r.tag = f.tag;
+  STAMPFS_RETURN_IF_ERROR(cache_.SetJournal(f.cache_id, r));
+  f.journaled = true;
+  f.journaled_size = f.size;
+  return Status::Ok();
 }
 
 }  // namespace stampfs

@@ -1,77 +1,224 @@
-// File contents for open files: a whole-blob get on first open into a local
-// file under the cache directory, reads and writes against that copy, a
-// whole-blob put on flush/fsync/close when it is dirty.
+// File contents: block blobs by path, written back through the block cache.
 //
-// Every commit is conditional: If-None-Match:* for a file with no blob yet,
-// If-Match:<blob ETag seen at open> otherwise; then the entry is merged with
-// size, mtime and the new blob ETag. A 412/409 on the blob means another
-// writer committed first: the commit fails with kPreconditionFailed (EIO),
-// nothing is overwritten and the data stays in the open copy.
+// Layout (fs/block_layout.h): files up to single_put_limit are committed with
+// one Put Blob; larger ones are block blobs whose block k covers a fixed
+// range given the file's base block size (entry property and blob metadata
+// "bsize").
 //
-// All opens of one inode on this mount share one copy, so writes through one
-// descriptor are seen through the others at once.
+// Write-back: writes land in the file's sparse cache file (cache/block_cache.h).
+// A partially overwritten block of a committed version is fetched first
+// (read-modify-write). Full dirty blocks of a file that will be a block blob
+// are staged with Put Block in the background (bounded per file) while the
+// writer goes on. flush/fsync/close commit: the remaining dirty blocks, then
+// Put Block List naming untouched blocks by their committed ids, conditional
+// on If-Match:<blob ETag the data is based on> (If-None-Match:* for a new
+// file); then Namespace::CommitFile (size, mtime, blob ETag, block size).
+//
+// Invariant: data not yet committed is always in the cache (dirty and staged
+// blocks are never evicted) and named by the dirty journal, so a conflict copy
+// or a replay after a crash can always be built from it. When the cache is
+// full of uncommitted data, a writer waits; one whose own uncommitted data is
+// a large share of the cache commits what it has so far (a checkpoint).
+//
+// Conflicts (412/409 on the commit) follow ConflictPolicy. Reads are ranged
+// GETs of whole blocks pinned with If-Match:<ETag>, prefetched ahead of
+// sequential readers; a version that changed under an open file is an EIO for
+// the read, never a mix of versions.
+//
+// All opens of one inode on this mount share one OpenFile.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
+#include "cache/block_cache.h"
+#include "fs/block_layout.h"
 #include "fs/namespace.h"
+#include "fs/work_queue.h"
 #include "storage/blob_store.h"
 
 namespace stampfs {
 
+enum class ConflictPolicy {
+  kCopy,       // this writer's data goes to NAME.conflict-HOST-TIME; EIO
+  kFail,       // EIO; the data stays in the cache journal for recovery
+  kOverwrite,  // commit unconditionally
+};
+Result<ConflictPolicy> ParseConflictPolicy(const std::string& text);
+
+struct FileDataOptions {
+  std::string container;
+  uint64_t block_size = kDefaultBlockSize;  // base block size of new files
+  uint64_t single_put_limit = 8ull << 20;   // files up to this size: one Put Blob
+  int upload_threads = 4;
+  int fetch_threads = 4;
+  size_t max_uploads_per_file = 8;          // staged blocks in flight per file
+  uint64_t prefetch_blocks = 4;             // ahead of a sequential reader
+  ConflictPolicy conflict = ConflictPolicy::kCopy;
+  std::string host;                         // in conflict copy names; default gethostname()
+  int64_t backpressure_patience_ms = 10000; // then a writer goes over the cap (logged)
+  std::function<int64_t()> now_ns;          // clock for mtimes and names (tests)
+};
+
+struct OpenFlags {
+  bool truncate = false;  // O_TRUNC
+  bool created = false;   // the entry was just created: commit even when empty
+  bool writable = false;  // O_WRONLY/O_RDWR: validate the blob version first
+};
+
+struct OpenResult {
+  bool keep_cache = false;  // the kernel's page cache still holds this version
+};
+
 class FileData {
  public:
-  FileData(Namespace& ns, BlobStore& blobs, std::string container, std::string work_dir);
+  FileData(Namespace& ns, BlobStore& blobs, BlockCache& cache, FileDataOptions options);
   ~FileData();
 
-  // Opens the shared copy of `ino` (downloading it on first open unless
-  // `truncate`). `created` marks a file just created: it is dirty, so even an
-  // empty file gets its blob on close.
-  Status Open(uint64_t ino, bool truncate, bool created);
+  Result<OpenResult> Open(uint64_t ino, OpenFlags flags);
   Result<size_t> Read(uint64_t ino, char* buf, size_t size, uint64_t offset);
   Result<size_t> Write(uint64_t ino, const char* buf, size_t size, uint64_t offset);
-  // Commits the copy if it is dirty.
+  // Commits the file if it has changes (flush, fsync).
   Status Flush(uint64_t ino);
-  // Drops one open; the last one commits what is left and discards the copy.
+  // Drops one open; the last one commits changes left.
   Status Release(uint64_t ino);
   // Changes the size of a file, open or not.
   Status Truncate(uint64_t ino, uint64_t size);
-  // Size and mtime of a dirty open copy, which win over the entry's.
+  // fallocate(2) mode 0 as a size change; other modes are not supported.
+  Status Fallocate(uint64_t ino, int mode, uint64_t offset, uint64_t length);
+  // Size and mtime of an open file with changes the entry does not show yet.
   bool OverrideAttr(uint64_t ino, Attr* attr);
   // The file's name is gone: its blob is deleted now or after the last close.
   void Unlinked(uint64_t ino, const std::string& blob);
   void DeleteBlobWhenUnused(uint64_t ino, const std::string& blob);
+  // Commits what the dirty journal holds from an earlier run (after a crash),
+  // or turns it into conflict copies. Run before serving.
+  Status ReplayJournal();
 
   uint64_t blob_requests() const { return blob_requests_; }
 
  private:
+  using Lock = std::unique_lock<std::mutex>;
+
   struct OpenFile {
+    explicit OpenFile(uint64_t i) : ino(i) {}
+    const uint64_t ino;
+    uint64_t opening = 0;  // opens between the map lookup and refs++; GUARDED_BY(FileData::mu_)
+    // Lock order: FileData::mu_, then OpenFile::mu, then BlockCache's.
     std::mutex mu;
-    int fd = -1;
+    std::condition_variable cv;  // fetches, uploads and commits finishing
+    // Everything below is GUARDED_BY(mu).
     uint64_t refs = 0;
-    bool dirty = false;
+    bool loaded = false;
+    int64_t cache_id = 0;
+    int fd = -1;
+    std::string blob;       // blob name (a rename changes it)
+    std::string base_etag;  // committed version the data is based on ("" = none)
+    std::string path;
+    uint64_t remote_size = 0;  // bytes [0, remote_size) not cached are the base version's
     uint64_t size = 0;
     int64_t mtime_ns = 0;
-    std::string blob;       // blob name at open (a rename changes it)
-    std::string base_etag;  // blob ETag this copy is based on ("" = no blob yet)
-    std::string delete_on_close;  // blob to delete after the last close
+    Attr attr;  // mode, uid, gid for the blob metadata
+    BlockLayout layout;
+    uint64_t tag = 0;  // writer tag of this file's block ids
+    bool dirty = false;          // differs from the committed version
+    bool journaled = false;
+    uint64_t journaled_size = 0;
+    bool entity_stale = false;   // committed, but the entry merge failed
+    bool busy = false;           // a commit or truncate runs: writers and readers wait
+    bool served = false;         // data of this version reached a reader or writer
+    std::set<uint64_t> fetching;
+    std::set<uint64_t> uploading;
+    Status upload_error;         // first background upload failure
+    uint64_t next_read = 0;      // where a sequential reader goes on
+    uint64_t prefetched = 0;     // prefetch issued below this block
+    std::string delete_on_close;
   };
-  std::shared_ptr<OpenFile> Find(uint64_t ino);
-  Status Download(uint64_t ino, OpenFile& file, const FileState& state);
-  Status Commit(uint64_t ino, OpenFile& file);  // REQUIRES: file.mu held
-  Result<int> MakeLocalFile();
+  using FilePtr = std::shared_ptr<OpenFile>;
+
+  // A block read pinned to one version, into the cache file.
+  struct FetchJob {
+    std::string blob, etag;
+    int fd = -1;
+    uint64_t offset = 0, length = 0;
+  };
+  struct BlockPlan {
+    std::vector<BlockRef> refs;
+    std::vector<uint64_t> uploads;
+  };
+
+  // file_data.cc: opens, attributes, unlinks.
+  FilePtr Find(uint64_t ino);
+  FilePtr Enter(uint64_t ino);  // the map entry, opening++
+  void Leave(const FilePtr& f);
+  void EraseIfUnused(uint64_t ino, const FilePtr& f);
+  Status Load(OpenFile& f, const OpenFlags& flags);
+  Status Bind(OpenFile& f, const FileState& state);
+  void Unload(OpenFile& f);
+  Status Journal(OpenFile& f);
+  int64_t Now() const { return options_.now_ns(); }
+  // file_io.cc: reads, writes, truncation under the file's lock.
+  Result<size_t> ReadLocked(const FilePtr& fp, Lock& lock, char* buf, size_t size, uint64_t off);
+  Result<size_t> WriteLocked(const FilePtr& fp, Lock& lock, const char* buf, size_t size,
+                             uint64_t off);
+  Status PrepareWrite(OpenFile& f, Lock& lock, uint64_t off, uint64_t end, bool* relocked);
+  Status TruncateLocked(OpenFile& f, Lock& lock, uint64_t size);
+  Status Reread(OpenFile& f, Lock& lock, const Status& why);
+  void Prefetch(const FilePtr& fp, uint64_t off, uint64_t end);
+  // file_blocks.cc: fetches, uploads, space.
+  Status EnsureLocal(OpenFile& f, Lock& lock, uint64_t k, bool* relocked);
+  Status Fetch(const FetchJob& job);
+  void DropPartial(const FetchJob& job);
+  void StartUpload(const FilePtr& fp, Lock& lock, uint64_t k);
+  void ScheduleUploads(const FilePtr& fp, Lock& lock, uint64_t off, uint64_t end,
+                       uint64_t old_size);
+  Status RunUploads(const FilePtr& fp, Lock& lock, const std::string& blob, uint64_t tag,
+                    const std::vector<uint64_t>& blocks, bool same_blob, uint64_t* lost);
+  Status PutBlock(const std::string& blob, const std::string& id, int fd, uint64_t offset,
+                  uint64_t length);
+  void WaitIdle(OpenFile& f, Lock& lock);
+  Status Backpressure(const FilePtr& fp, Lock& lock, uint64_t bytes);
+  // file_commit.cc: commits and conflicts.
+  Status CommitLocked(const FilePtr& fp, Lock& lock);
+  Status CommitBusy(const FilePtr& fp, Lock& lock);
+  Result<std::string> WriteBlob(const FilePtr& fp, Lock& lock, const std::string& blob,
+                                const Condition& cond, bool same_blob, uint64_t* lost);
+  Status MaterializeAll(OpenFile& f, Lock& lock, bool lossy, uint64_t* lost);
+  Result<BlockPlan> PlanBlocks(OpenFile& f, bool same_blob, uint64_t tag);
+  std::vector<std::string> ReusableIds(const OpenFile& f, const BlockList& list) const;
+  Status Committed(OpenFile& f, const std::string& etag);
+  void Moved(OpenFile& f, const FileState& state);
+  Status OnConflict(const FilePtr& fp, Lock& lock, const Status& why);
+  Result<std::string> SaveConflictCopy(const FilePtr& fp, Lock& lock, const std::string& path);
+  BlobMetadata MetadataFor(const OpenFile& f) const;
+  // file_recovery.cc: self-healing entries, path resolution, journal replay.
+  Result<FileState> Adopt(uint64_t ino);
+  Result<FileState> Validate(uint64_t ino, const FileState& state);
+  Result<Attr> Resolve(const std::string& path, std::vector<uint64_t>* looked_up);
+  void ForgetLookups(const std::vector<uint64_t>& looked_up);
+  Status ReplayOne(const CacheFileInfo& info);
+  std::string ConflictName(const std::string& base, int attempt) const;
 
   Namespace& ns_;
   BlobStore& blobs_;
-  std::string container_;
-  std::string work_dir_;
+  BlockCache& cache_;
+  FileDataOptions options_;
   std::mutex mu_;  // guards files_; taken before any OpenFile::mu
-  std::map<uint64_t, std::shared_ptr<OpenFile>> files_;
+  std::map<uint64_t, FilePtr> files_;
+  std::mutex etag_mu_;  // a leaf lock
+  std::map<uint64_t, std::string> last_etag_;  // GUARDED_BY(etag_mu_): version seen at the last open/commit
   std::atomic<uint64_t> blob_requests_{0};
+  // Last members: destroyed first, so no task outlives what it uses.
+  WorkQueue fetches_;
+  WorkQueue uploads_;
 };
 
 }  // namespace stampfs

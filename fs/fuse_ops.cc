@@ -225,6 +225,14 @@ void OnLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
   fuse_reply_err(req, EPERM);
 }
 
+OpenFlags OpenFlagsOf(int flags, bool created) {
+  OpenFlags f;
+  f.created = created;
+  f.truncate = created || (flags & O_TRUNC);
+  f.writable = (flags & O_ACCMODE) != O_RDONLY;
+  return f;
+}
+
 void OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
               fuse_file_info* fi) {
   FsContext& c = Ctx(req);
@@ -235,8 +243,8 @@ void OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     attr = c.ns->Lookup(parent, name);  // another mount won the race: open its file
   }
   if (!attr.ok()) return ReplyError(req, attr.status(), "create");
-  Status s = c.data->Open(attr->ino, created || (fi->flags & O_TRUNC), created);
-  if (!s.ok()) return ReplyError(req, s, "create");
+  auto opened = c.data->Open(attr->ino, OpenFlagsOf(fi->flags, created));
+  if (!opened.ok()) return ReplyError(req, opened.status(), "create");
   fi->fh = attr->ino;
   fuse_entry_param e = EntryFor(req, *attr);
   fuse_reply_create(req, &e, fi);
@@ -244,9 +252,10 @@ void OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 
 void OnOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   FsContext& c = Ctx(req);
-  Status s = c.data->Open(ino, fi->flags & O_TRUNC, false);
-  if (!s.ok()) return ReplyError(req, s, "open");
+  auto opened = c.data->Open(ino, OpenFlagsOf(fi->flags, false));
+  if (!opened.ok()) return ReplyError(req, opened.status(), "open");
   fi->fh = ino;
+  fi->keep_cache = opened->keep_cache ? 1 : 0;
   fuse_reply_open(req, fi);
 }
 
@@ -274,6 +283,14 @@ void OnFsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
 
 void OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   ReplyStatus(req, Ctx(req).data->Release(ino), "release");
+}
+
+void OnFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                 fuse_file_info*) {
+  ReplyStatus(req,
+              Ctx(req).data->Fallocate(ino, mode, static_cast<uint64_t>(offset),
+                                       static_cast<uint64_t>(length)),
+              "fallocate");
 }
 
 void OnStatfs(fuse_req_t req, fuse_ino_t) {
@@ -347,6 +364,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.flush = OnFlush;
   ops.fsync = OnFsync;
   ops.release = OnRelease;
+  ops.fallocate = OnFallocate;
   ops.statfs = OnStatfs;
   ops.access = OnAccess;
   ops.setxattr = OnSetxattr;

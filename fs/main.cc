@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/block_cache.h"
 #include "cache/meta_cache.h"
 #include "fs/file_data.h"
 #include "fs/fuse_ops.h"
@@ -163,7 +164,15 @@ int Mount(const std::vector<std::string>& args) {
     return Fail("cannot mount " + o.container + " from " + account->Describe() + ": " +
                 init.ToString() + HintFor(init));
   }
-  FileData data(ns, *blobs, o.container, o.cache_dir + "/work");
+  auto block_cache = BlockCache::Open(o.cache_dir + "/blocks", o.cache_size);
+  if (!block_cache.ok()) return Fail(block_cache.status().ToString());
+  FileDataOptions fdo;
+  fdo.container = o.container;
+  fdo.block_size = o.block_size;
+  fdo.conflict = ParseConflictPolicy(o.conflict).value();
+  FileData data(ns, *blobs, **block_cache, fdo);
+  // Changes a crash left uncommitted are committed before anything is served.
+  if (!o.read_only) data.ReplayJournal().PermitUnchecked();
   return Serve(o, ns, data);
 }
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <set>
 
@@ -52,6 +53,23 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
     o->connection_string_file = value;
   } else if (key == "log_level") {
     o->log_level = value;
+  } else if (key == "cache_size" || key == "block_size") {
+    auto v = ParseByteSize(key, value);
+    STAMPFS_RETURN_IF_ERROR(v);
+    if (key == "cache_size" && *v < (16ull << 20)) {
+      return Status(Code::kInvalidArgument, "option cache_size=" + value + ": at least 16M");
+    }
+    if (key == "block_size" && (*v < (64ull << 10) || *v > (64ull << 20) || (*v & (*v - 1)))) {
+      return Status(Code::kInvalidArgument,
+                    "option block_size=" + value + ": a power of two from 64K to 64M");
+    }
+    (key == "cache_size" ? o->cache_size : o->block_size) = *v;
+  } else if (key == "conflict") {
+    if (value != "copy" && value != "fail" && value != "overwrite") {
+      return Status(Code::kInvalidArgument,
+                    "option conflict=" + value + ": expected copy, fail or overwrite");
+    }
+    o->conflict = value;
   } else if (key == "uid" || key == "gid" || key == "umask") {
     auto v = ParseU32(key, value, key == "umask" ? 8 : 10);
     STAMPFS_RETURN_IF_ERROR(v);
@@ -137,6 +155,29 @@ Result<MountOptions> ParseMountArgs(const std::vector<std::string>& args) {
   return o;
 }
 
+Result<uint64_t> ParseByteSize(const std::string& key, const std::string& value) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+  int shift = 0;
+  if (end != nullptr && *end != '\0' && end[1] == '\0') {
+    switch (*end) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      case 't': case 'T': shift = 40; break;
+      default: shift = -1;
+    }
+    if (shift >= 0) ++end;
+  }
+  if (value.empty() || value[0] == '-' || errno != 0 || end == nullptr || *end != '\0' ||
+      shift < 0 || (shift > 0 && v > (~0ull >> shift))) {
+    return Status(Code::kInvalidArgument,
+                  "option " + key + "=" + value + ": expected a size such as 512M or 2G");
+  }
+  return static_cast<uint64_t>(v) << shift;
+}
+
 Status CheckContainerName(const std::string& name) {
   bool ok = name.size() >= 3 && name.size() <= 63 && name.front() != '-' && name.back() != '-' &&
             name.find("--") == std::string::npos;
@@ -190,6 +231,13 @@ $AZURE_STORAGE_CONNECTION_STRING, else UseDevelopmentStorage=true (Azurite).
   -o umask=OCTAL              mask permission bits shown
   -o connection_string_file=FILE
   -o log_level=error|warning|info|debug
+  -o cache_size=SIZE          block cache cap, e.g. 512M, 4G (default 1G); uncommitted
+                              data is never evicted: writers wait for uploads instead
+  -o block_size=SIZE          base block size of new files (default 4M, 64K..64M)
+  -o conflict=copy|fail|overwrite
+                              when another writer committed a file first: save this
+                              writer's data as NAME.conflict-HOST-TIME (default), only
+                              fail (EIO, data kept in the cache), or overwrite
   -o nosuid,nodev,noexec      passed to the kernel
 )";
 }

@@ -32,6 +32,9 @@ struct MountOptions {
   std::optional<uint32_t> umask;
   std::string connection_string_file;
   std::string log_level = "info";
+  uint64_t cache_size = 1ull << 30;  // block cache cap in bytes (-o cache_size=SIZE)
+  uint64_t block_size = 4ull << 20;  // base block size of new files (-o block_size=SIZE)
+  std::string conflict = "copy";     // copy | fail | overwrite (-o conflict=)
   // Options passed to the kernel mount as they are (nosuid, nodev, noexec, ...).
   std::vector<std::string> kernel_options;
 };
@@ -40,6 +43,9 @@ struct MountOptions {
 Result<MountOptions> ParseMountArgs(const std::vector<std::string>& args);
 // Applies one "-o" list ("ro,attr_timeout=5,...") to `options`.
 Status ApplyOptionList(const std::string& list, MountOptions* options);
+
+// "4096", "64K", "256M", "1G", "2T" (binary multiples) as bytes.
+Result<uint64_t> ParseByteSize(const std::string& key, const std::string& value);
 
 // Container names: 3-63 of [a-z0-9-], starting and ending alphanumeric, no "--".
 Status CheckContainerName(const std::string& name);

@@ -1,0 +1,333 @@
+// FileData: committing an open file's changes, and conflicts.
+//
+// Protocol: the blob first (Put Blob up to single_put_limit, else the
+// remaining dirty blocks staged and Put Block List naming untouched blocks by
+// their committed ids), conditional on If-Match:<base ETag> or
+// If-None-Match:* for a file without a blob; then the entry merge (size,
+// mtime, blob ETag, block size). A 412/409 on the blob means another writer
+// committed first: ConflictPolicy decides. A failed entry merge after a
+// committed blob is repaired by the next access (Adopt, file_recovery.cc).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
+
+#include "fs/file_data.h"
+#include "fs/inode_table.h"
+#include "fs/log.h"
+#include "fs/names.h"
+#include "fs/pin_range.h"
+
+namespace stampfs {
+
+namespace {
+
+bool IsConflict(const Status& s) {
+  return s.Is(Code::kPreconditionFailed) || s.Is(Code::kAlreadyExists);
+}
+
+// Staged blocks the commit named are not on the server (uncommitted blocks
+// expire, and any commit of the blob discards them).
+bool StagedBlocksGone(const Status& s) {
+  return s.Is(Code::kInvalidArgument) && s.service_code() == "InvalidBlockList";
+}
+
+}  // namespace
+
+Status FileData::CommitLocked(const FilePtr& fp, Lock& lock) {
+  OpenFile& f = *fp;
+  while (f.busy) f.cv.wait(lock);
+  if (!f.loaded || !f.dirty) return Status::Ok();
+  f.busy = true;
+  WaitIdle(f, lock);
+  Status s = CommitBusy(fp, lock);
+  f.busy = false;
+  f.cv.notify_all();
+  return s;
+}
+
+// REQUIRES: `lock` holds fp->mu; fp->busy; idle.
+Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
+  OpenFile& f = *fp;
+  f.upload_error = Status::Ok();  // failed background uploads are retried here
+  auto st = ns_.GetFile(f.ino, true);
+  if (st.status().Is(Code::kNotFound)) {  // unlinked: nothing to keep
+    f.dirty = false;
+    f.journaled = false;
+    return cache_.ClearJournal(f.cache_id);
+  }
+  STAMPFS_RETURN_IF_ERROR(st);
+  if (st->blob != f.blob) Moved(f, *st);
+  f.path = st->path;
+  f.attr = st->attr;
+  const Condition cond = options_.conflict == ConflictPolicy::kOverwrite ? Condition::None()
+                         : f.base_etag.empty() ? Condition::IfNoneMatchAny()
+                                               : Condition::IfMatch(f.base_etag);
+  auto etag = WriteBlob(fp, lock, f.blob, cond, true, nullptr);
+  if (StagedBlocksGone(etag.status())) {
+    LogInfo(f.path + ": staged blocks expired; staging them again");
+    for (const auto& [k, state] : cache_.Blocks(f.cache_id)) {
+      if (state != BlockState::kStaged) continue;
+      cache_.Set(f.cache_id, k, BlockState::kDirty, f.layout.StartOf(k), f.layout.SizeOf(k),
+                 f.layout.LengthIn(k, f.size)).PermitUnchecked();
+    }
+    etag = WriteBlob(fp, lock, f.blob, cond, true, nullptr);
+  }
+  if (IsConflict(etag.status())) return OnConflict(fp, lock, etag.status());
+  STAMPFS_RETURN_IF_ERROR(etag.status().WithContext("commit " + f.path));
+  return Committed(f, *etag);
+}
+
+// Writes the file's current content to `blob`. `same_blob`: the blob the
+// data is based on (untouched blocks keep their committed ids, staged ones
+// are used); otherwise every block is uploaded (a conflict copy).
+Result<std::string> FileData::WriteBlob(const FilePtr& fp, Lock& lock, const std::string& blob,
+                                        const Condition& cond, bool same_blob, uint64_t* lost) {
+  OpenFile& f = *fp;
+  const BlobMetadata meta = MetadataFor(f);
+  if (f.size <= options_.single_put_limit) {
+    const uint64_t count = f.layout.CountFor(f.size);
+    PinRange pins(cache_, f.cache_id, 0, count == 0 ? 0 : count - 1);
+    STAMPFS_RETURN_IF_ERROR(MaterializeAll(f, lock, !same_blob, lost));
+    HttpBody body;
+    body.size = f.size;
+    const int fd = f.fd;
+    body.reader = [fd](uint64_t at, char* out, size_t len) -> size_t {
+      ssize_t n = pread(fd, out, len, static_cast<off_t>(at));
+      return n < 0 ? 0 : static_cast<size_t>(n);
+    };
+    blob_requests_++;
+    return blobs_.Put(options_.container, blob, body, meta, cond);
+  }
+  const uint64_t tag = same_blob ? f.tag : NewWriterTag();
+  auto plan = PlanBlocks(f, same_blob, tag);
+  STAMPFS_RETURN_IF_ERROR(plan);
+  STAMPFS_RETURN_IF_ERROR(RunUploads(fp, lock, blob, tag, plan->uploads, same_blob, lost));
+  blob_requests_++;
+  return blobs_.PutBlockList(options_.container, blob, plan->refs, meta, cond);
+}
+
+// Every block of a small file local (fetched from the base version when not
+// cached). `lossy`: a base that is gone reads as zeros, counted in *lost.
+// REQUIRES: `lock` holds f.mu; f.busy; the blocks are pinned.
+Status FileData::MaterializeAll(OpenFile& f, Lock& lock, bool lossy, uint64_t* lost) {
+  const uint64_t count = f.layout.CountFor(f.size);
+  for (uint64_t k = 0; k < count; ++k) {
+    bool relocked = false;
+    Status s = EnsureLocal(f, lock, k, &relocked);
+    if (s.ok()) continue;
+    if (!lossy || !(s.Is(Code::kPreconditionFailed) || s.Is(Code::kNotFound))) return s;
+    if (lost) *lost += f.layout.LengthIn(k, std::min(f.size, f.remote_size));
+  }
+  return Status::Ok();
+}
+
+// The block list: staged blocks as uncommitted, untouched blocks whose
+// committed block still has this layout's range by their committed id, and
+// everything else uploaded now.
+Result<FileData::BlockPlan> FileData::PlanBlocks(OpenFile& f, bool same_blob, uint64_t tag) {
+  const uint64_t count = f.layout.CountFor(f.size);
+  if (count > kMaxBlocks) return Status(Code::kTooLarge, f.path + ": more than 50,000 blocks");
+  const auto states = cache_.Blocks(f.cache_id);
+  auto state_of = [&](uint64_t k) {
+    auto it = states.find(k);
+    return it == states.end() ? BlockState::kAbsent : it->second;
+  };
+  bool reuse = false;
+  for (uint64_t k = 0; same_blob && !f.base_etag.empty() && k < count && !reuse; ++k) {
+    const BlockState s = state_of(k);
+    reuse = (s == BlockState::kAbsent || s == BlockState::kClean) &&
+            f.layout.StartOf(k) < f.remote_size;
+  }
+  std::vector<std::string> committed;
+  if (reuse) {
+    blob_requests_++;
+    auto list = blobs_.GetBlockList(options_.container, f.blob, BlockListType::kCommitted);
+    if (list.status().Is(Code::kNotFound)) {
+      return Status(Code::kPreconditionFailed, f.path + ": the blob is gone");
+    }
+    STAMPFS_RETURN_IF_ERROR(list);
+    if (list->etag != f.base_etag) {
+      return Status(Code::kPreconditionFailed, f.path + ": the blob changed since it was opened");
+    }
+    committed = ReusableIds(f, *list);
+  }
+  BlockPlan plan;
+  plan.refs.reserve(count);
+  for (uint64_t k = 0; k < count; ++k) {
+    const BlockState s = state_of(k);
+    const std::string id = WriterBlockId(tag, k);
+    if (same_blob && s == BlockState::kStaged) {
+      plan.refs.push_back({id, BlockRef::Source::kUncommitted});
+    } else if ((s == BlockState::kAbsent || s == BlockState::kClean) && k < committed.size() &&
+               !committed[k].empty()) {
+      plan.refs.push_back({committed[k], BlockRef::Source::kCommitted});
+    } else {
+      plan.uploads.push_back(k);
+      plan.refs.push_back({id, BlockRef::Source::kUncommitted});
+    }
+  }
+  return plan;
+}
+
+// Committed block ids that still hold block k of this layout with the same
+// bytes ("" where not): the committed list must follow the layout from the
+// start, with ids of our width (one width per blob).
+std::vector<std::string> FileData::ReusableIds(const OpenFile& f, const BlockList& list) const {
+  std::vector<std::string> ids;
+  const uint64_t count = f.layout.CountFor(f.size);
+  const size_t width = WriterBlockId(0, 0).size();
+  uint64_t pos = 0;
+  for (size_t i = 0; i < list.committed.size(); ++i) {
+    const BlockInfo& b = list.committed[i];
+    const bool last = i + 1 == list.committed.size();
+    if (b.id.size() != width || pos != f.layout.StartOf(i)) break;
+    if (b.size != f.layout.SizeOf(i) && !(last && b.size < f.layout.SizeOf(i))) break;
+    if (i < count && f.layout.LengthIn(i, f.size) == b.size && pos + b.size <= f.remote_size) {
+      ids.resize(i + 1);
+      ids[i] = b.id;
+    }
+    pos += b.size;
+  }
+  return ids;
+}
+
+// The blob now holds this file's data: the cache file becomes that version.
+// REQUIRES: f.mu held.
+Status FileData::Committed(OpenFile& f, const std::string& etag) {
+  STAMPFS_RETURN_IF_ERROR(cache_.MarkClean(f.cache_id));
+  STAMPFS_RETURN_IF_ERROR(cache_.DropFrom(f.cache_id, f.layout.CountFor(f.size)));
+  STAMPFS_RETURN_IF_ERROR(cache_.ClearJournal(f.cache_id));
+  STAMPFS_RETURN_IF_ERROR(cache_.Rekey(f.cache_id, f.blob, etag));
+  f.journaled = false;
+  f.dirty = false;
+  f.base_etag = etag;
+  f.remote_size = f.size;
+  {
+    std::lock_guard<std::mutex> etag_lock(etag_mu_);
+    last_etag_[f.ino] = etag;
+  }
+  auto attr = ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, f.layout.base());
+  f.entity_stale = !attr.ok() && !attr.status().Is(Code::kNotFound);
+  if (f.entity_stale) {
+    // The data is safe in the blob; the entry lags and is repaired by the
+    // next access (or open) that sees the blob's ETag differ.
+    LogWarning(f.path + ": data committed (blob " + etag + ") but the entry update failed: " +
+               attr.status().ToString());
+  }
+  return Status::Ok();
+}
+
+// The file was renamed while open: its blob moved (a server-side copy of the
+// committed version). Staged blocks belong to the old name.
+void FileData::Moved(OpenFile& f, const FileState& st) {
+  for (const auto& [k, state] : cache_.Blocks(f.cache_id)) {
+    if (state != BlockState::kStaged) continue;
+    cache_.Set(f.cache_id, k, BlockState::kDirty, f.layout.StartOf(k), f.layout.SizeOf(k),
+               f.layout.LengthIn(k, f.size)).PermitUnchecked();
+  }
+  f.blob = st.blob;
+  if (!f.base_etag.empty()) f.base_etag = st.blob_etag;
+}
+
+// REQUIRES: `lock` holds fp->mu; fp->busy.
+Status FileData::OnConflict(const FilePtr& fp, Lock& lock, const Status& why) {
+  OpenFile& f = *fp;
+  if (options_.conflict == ConflictPolicy::kOverwrite) return why;
+  if (options_.conflict == ConflictPolicy::kFail) {
+    LogWarning("conflict: another writer committed " + f.path +
+               " first; this mount's changes stay in the cache journal (conflict=fail)");
+    return Status(Code::kPreconditionFailed, "conflict on " + f.path + ": " + why.message());
+  }
+  auto copy = SaveConflictCopy(fp, lock, f.path);
+  if (!copy.ok()) {
+    LogError("conflict on " + f.path + ": saving this mount's data as a copy failed (" +
+             copy.status().ToString() + "); it stays in the cache journal");
+    return copy.status();
+  }
+  LogWarning("conflict: another writer committed " + f.path +
+             " first; this mount's data was saved as " + *copy);
+  // This open now shows the version that won.
+  auto st = ns_.GetFile(f.ino, true);
+  FileState now;
+  if (st.ok()) {
+    now = *st;
+  } else {
+    now.attr = f.attr;
+    now.attr.size = 0;
+    now.blob = f.blob;
+    now.path = f.path;
+  }
+  cache_.Discard(f.cache_id).PermitUnchecked();
+  cache_.Release(f.cache_id);
+  f.loaded = false;
+  STAMPFS_RETURN_IF_ERROR(Bind(f, now));
+  return Status(Code::kPreconditionFailed,
+                "conflict on " + f.path + ": this mount's data was saved as " + *copy);
+}
+
+// Creates NAME.conflict-HOST-TIME beside `path` (in the root when its
+// directory is gone) holding the open file's data; returns its path.
+// REQUIRES: `lock` holds fp->mu; fp->busy.
+Result<std::string> FileData::SaveConflictCopy(const FilePtr& fp, Lock& lock,
+                                               const std::string& path) {
+  OpenFile& f = *fp;
+  std::vector<uint64_t> held;
+  std::string dir = ParentPath(path);
+  auto parent = Resolve(dir, &held);
+  if (parent.status().Is(Code::kNotFound) || (parent.ok() && !parent->IsDir())) {
+    dir = "/";
+    parent = Resolve(dir, &held);
+  }
+  Result<Attr> created = Status(Code::kAlreadyExists, "no name tried");
+  std::string name;
+  for (int attempt = 0; attempt < 10 && created.status().Is(Code::kAlreadyExists); ++attempt) {
+    if (!parent.ok()) break;
+    name = ConflictName(BaseName(path), attempt);
+    created = ns_.Create(parent->ino, name, f.attr.mode & 07777, f.attr.uid, f.attr.gid);
+  }
+  ForgetLookups(held);
+  STAMPFS_RETURN_IF_ERROR(parent);
+  STAMPFS_RETURN_IF_ERROR(created);
+  const std::string copy_path = JoinPath(dir, name);
+  auto cst = ns_.GetFile(created->ino, true);
+  Result<std::string> etag = cst.status();
+  uint64_t lost = 0;
+  if (cst.ok()) etag = WriteBlob(fp, lock, cst->blob, Condition::IfNoneMatchAny(), false, &lost);
+  Status s = etag.status();
+  if (s.ok()) {
+    s = ns_.CommitFile(created->ino, f.size, f.mtime_ns, *etag, f.layout.base()).status();
+  }
+  ns_.Forget(created->ino, 1);
+  STAMPFS_RETURN_IF_ERROR(s.WithContext("conflict copy " + copy_path));
+  if (lost > 0) {
+    LogWarning(copy_path + ": " + std::to_string(lost) + " bytes of the version the changes " +
+               "were based on were no longer readable; they are zeros in the copy");
+  }
+  return copy_path;
+}
+
+std::string FileData::ConflictName(const std::string& base, int attempt) const {
+  const time_t t = static_cast<time_t>(Now() / 1000000000);
+  struct tm utc;
+  gmtime_r(&t, &utc);
+  char stamp[32];
+  strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &utc);
+  std::string suffix = ".conflict-" + options_.host + "-" + stamp;
+  if (attempt > 0) suffix += "-" + std::to_string(attempt);
+  std::string head = base;
+  if (head.size() + suffix.size() > kMaxNameBytes) head.resize(kMaxNameBytes - suffix.size());
+  return head + suffix;
+}
+
+// Lets the table be rebuilt from the container alone (names [a-z0-9]).
+BlobMetadata FileData::MetadataFor(const OpenFile& f) const {
+  return {{"mode", std::to_string(f.attr.mode)},
+          {"uid", std::to_string(f.attr.uid)},
+          {"gid", std::to_string(f.attr.gid)},
+          {"mtime", std::to_string(f.mtime_ns)},
+          {"bsize", std::to_string(f.layout.base())},
+          {"stampfs", "1"}};
+}
+
+}  // namespace stampfs

@@ -1,0 +1,156 @@
+// FileData: repairing entries that lag behind their blob, and replaying the
+// dirty journal after a crash.
+//
+// Blob commit and entry merge are two requests. When a crash (or a failed
+// merge) falls between them, the entry still names the old blob ETag while
+// the blob holds newer data. The blob is the truth for data: the entry adopts
+// the blob's ETag, size and mtime (from the blob metadata stampfs writes,
+// else Last-Modified) when an open or a pinned read finds them different.
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "fs/file_data.h"
+#include "fs/inode_table.h"
+#include "fs/log.h"
+
+namespace stampfs {
+
+namespace {
+
+uint64_t MetaNumber(const BlobMetadata& meta, const std::string& name, uint64_t fallback) {
+  auto it = meta.find(name);
+  if (it == meta.end() || it->second.empty()) return fallback;
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(it->second.c_str(), &end, 10);
+  return *end == '\0' ? v : fallback;
+}
+
+}  // namespace
+
+Result<FileState> FileData::Adopt(uint64_t ino) {
+  auto st = ns_.GetFile(ino, true);
+  STAMPFS_RETURN_IF_ERROR(st);
+  blob_requests_++;
+  auto props = blobs_.GetProperties(options_.container, st->blob);
+  if (props.status().Is(Code::kNotFound)) return st;  // no blob to adopt
+  STAMPFS_RETURN_IF_ERROR(props);
+  if (props->etag == st->blob_etag) return st;
+  const bool ours = props->metadata.count("stampfs") > 0;
+  const int64_t mtime = static_cast<int64_t>(
+      MetaNumber(props->metadata, "mtime", static_cast<uint64_t>(props->last_modified) * 1000000000ull));
+  const uint64_t bsize = MetaNumber(props->metadata, "bsize", 0);
+  auto attr = ns_.CommitFile(ino, props->size, mtime, props->etag,
+                             ValidBlockSize(bsize) ? bsize : 0);
+  STAMPFS_RETURN_IF_ERROR(attr);
+  const std::string what = st->path + ": the entry named blob version " +
+                           (st->blob_etag.empty() ? "(none)" : st->blob_etag) +
+                           " but the blob is at " + props->etag;
+  if (ours) {
+    LogInfo(what + " (a commit whose entry update was lost): adopted it");
+  } else {
+    LogWarning(what + ", written by another tool: adopted its size");
+  }
+  return ns_.GetFile(ino, true);
+}
+
+Result<FileState> FileData::Validate(uint64_t ino, const FileState& st) {
+  blob_requests_++;
+  auto props = blobs_.GetProperties(options_.container, st.blob);
+  if (props.status().Is(Code::kNotFound)) return st;
+  STAMPFS_RETURN_IF_ERROR(props);
+  if (props->etag == st.blob_etag) return st;
+  return Adopt(ino);
+}
+
+// The attributes of `path`, looked up from the root; every lookup counted is
+// listed in `looked_up` for ForgetLookups.
+Result<Attr> FileData::Resolve(const std::string& path, std::vector<uint64_t>* looked_up) {
+  auto attr = ns_.GetAttr(kRootIno);
+  size_t pos = 1;
+  while (attr.ok() && pos < path.size()) {
+    size_t slash = path.find('/', pos);
+    if (slash == std::string::npos) slash = path.size();
+    const std::string name = path.substr(pos, slash - pos);
+    pos = slash + 1;
+    if (name.empty()) continue;
+    attr = ns_.Lookup(attr->ino, name);
+    if (attr.ok()) looked_up->push_back(attr->ino);
+  }
+  return attr;
+}
+
+void FileData::ForgetLookups(const std::vector<uint64_t>& looked_up) {
+  for (uint64_t ino : looked_up) ns_.Forget(ino, 1);
+}
+
+Status FileData::ReplayJournal() {
+  const std::vector<CacheFileInfo> journaled = cache_.Journaled();
+  if (journaled.empty()) return Status::Ok();
+  LogInfo("dirty journal: " + std::to_string(journaled.size()) +
+          " file(s) with changes not committed before the last stop");
+  for (const CacheFileInfo& info : journaled) {
+    Status s = ReplayOne(info);
+    if (!s.ok()) {
+      LogError("dirty journal: " + info.journal->path + ": " + s.ToString() +
+               "; the changes stay in the cache journal");
+    }
+  }
+  return Status::Ok();
+}
+
+// Commits one journaled file with the preconditions it had (the conflict
+// policy applies), or saves it as a conflict copy when its entry is gone or
+// names another file now.
+Status FileData::ReplayOne(const CacheFileInfo& info) {
+  const JournalRecord& j = *info.journal;
+  auto id = cache_.AcquireId(info.id);
+  STAMPFS_RETURN_IF_ERROR(id);
+  auto fp = std::make_shared<OpenFile>(j.ino);
+  OpenFile& f = *fp;
+  Lock lock(f.mu);
+  f.cache_id = *id;
+  f.fd = cache_.fd(*id);
+  f.layout = BlockLayout(ValidBlockSize(info.block_size) ? info.block_size : options_.block_size);
+  f.blob = info.blob;
+  f.base_etag = j.base_etag;
+  f.path = j.path;
+  f.size = j.size;
+  f.remote_size = j.remote_size;
+  f.mtime_ns = j.mtime_ns;
+  f.tag = j.tag;
+  f.dirty = f.journaled = f.loaded = f.served = true;
+  f.journaled_size = j.size;
+  f.refs = 1;
+  f.attr.mode = S_IFREG | 0644;
+  f.attr.uid = getuid();
+  f.attr.gid = getgid();
+  std::vector<uint64_t> held;
+  auto where = Resolve(j.path, &held);
+  Status s;
+  if (where.ok() && where->ino == j.ino && where->IsRegular()) {
+    f.attr = *where;
+    ns_.Pin(j.ino);
+    s = CommitLocked(fp, lock);
+    ns_.Unpin(j.ino);
+    if (s.ok()) LogInfo("dirty journal: committed " + j.path);
+    if (!f.dirty) s = Status::Ok();  // a conflict resolved by a copy (logged)
+  } else {
+    f.busy = true;
+    auto copy = SaveConflictCopy(fp, lock, j.path);
+    f.busy = false;
+    s = copy.status();
+    if (s.ok()) {
+      LogWarning("dirty journal: " + j.path + " was removed or replaced before its changes " +
+                 "were committed; they were saved as " + *copy);
+      cache_.Discard(f.cache_id).PermitUnchecked();
+    }
+  }
+  ForgetLookups(held);
+  WaitIdle(f, lock);
+  cache_.Release(f.cache_id);
+  f.loaded = false;
+  return s;
+}
+
+}  // namespace stampfs
