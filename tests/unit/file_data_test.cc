@@ -1,0 +1,500 @@
+// The data path on the fakes with fault injection: block layout, Put Blob vs
+// block lists, background staging, partial overwrites reusing committed ids,
+// 503 and 412 on commit, conflict copies, a crash between blob commit and
+// entry merge, eviction with a full cache of dirty blocks, journal replay.
+#include "fs/file_data.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "storage/fakes.h"
+
+namespace stampfs {
+namespace {
+
+constexpr const char* kContainer = "datacontainer";
+constexpr const char* kTable = "datatable";
+constexpr uint64_t kBlock = 64 * 1024;
+
+std::string Pattern(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+// One "machine": its own metadata cache, block cache and FileData over the
+// shared (faulty) stores.
+struct Mount {
+  std::unique_ptr<MetaCache> meta;
+  std::unique_ptr<Namespace> ns;
+  std::unique_ptr<BlockCache> blocks;
+  std::unique_ptr<FileData> data;
+};
+
+class FileDataTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    plan_ = std::make_shared<FaultPlan>();
+    table_ = MakeFaultyTableStore(*raw_table_, plan_);
+    blobs_ = MakeFaultyBlobStore(*raw_blobs_, plan_);
+    root_ = std::filesystem::temp_directory_path() /
+            ("stampfs-file-data-" + std::to_string(getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  Mount NewMount(const std::string& cache_name, uint64_t capacity = 64ull << 20,
+                 ConflictPolicy policy = ConflictPolicy::kCopy) {
+    Mount m;
+    auto meta = MetaCache::Open(":memory:");
+    m.meta = std::move(meta.value());
+    NamespaceOptions o;
+    o.container = kContainer;
+    o.table = kTable;
+    m.ns = std::make_unique<Namespace>(*table_, *blobs_, m.meta.get(), o);
+    EXPECT_TRUE(m.ns->Init().ok());
+    auto bc = BlockCache::Open((root_ / cache_name).string(), capacity);
+    EXPECT_TRUE(bc.ok()) << bc.status().ToString();
+    m.blocks = std::move(*bc);
+    FileDataOptions fo;
+    fo.container = kContainer;
+    fo.block_size = kBlock;
+    fo.single_put_limit = 2 * kBlock;
+    fo.conflict = policy;
+    fo.host = "testhost";
+    m.data = std::make_unique<FileData>(*m.ns, *blobs_, *m.blocks, fo);
+    return m;
+  }
+
+  uint64_t Create(Mount& m, const std::string& name) {
+    auto attr = m.ns->Create(kRootIno, name, 0644, 0, 0);
+    EXPECT_TRUE(attr.ok()) << attr.status().ToString();
+    auto opened = m.data->Open(attr->ino, OpenFlags{true, true, true});
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    return attr->ino;
+  }
+
+  uint64_t OpenExisting(Mount& m, const std::string& name, bool writable = true) {
+    auto attr = m.ns->Lookup(kRootIno, name);
+    EXPECT_TRUE(attr.ok()) << attr.status().ToString();
+    auto opened = m.data->Open(attr->ino, OpenFlags{false, false, writable});
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    return attr->ino;
+  }
+
+  void Write(Mount& m, uint64_t ino, const std::string& data, uint64_t off, size_t chunk = 16384) {
+    for (size_t done = 0; done < data.size(); done += chunk) {
+      size_t n = std::min(chunk, data.size() - done);
+      auto w = m.data->Write(ino, data.data() + done, n, off + done);
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+      ASSERT_EQ(*w, n);
+    }
+  }
+
+  std::string ReadAll(Mount& m, uint64_t ino, uint64_t size) {
+    std::string out(size, '?');
+    for (uint64_t done = 0; done < size;) {
+      auto r = m.data->Read(ino, out.data() + done, std::min<uint64_t>(20000, size - done), done);
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      if (!r.ok() || *r == 0) break;
+      done += *r;
+    }
+    return out;
+  }
+
+  std::string Blob(const std::string& name) {
+    auto s = raw_blobs_->ReadToString(kContainer, name);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? *s : "";
+  }
+
+  // Writes and commits `content` as a new file through `m`.
+  void Commit(Mount& m, const std::string& name, const std::string& content) {
+    uint64_t ino = Create(m, name);
+    Write(m, ino, content, 0);
+    ASSERT_TRUE(m.data->Release(ino).ok());
+  }
+
+  std::shared_ptr<FaultPlan> plan_;
+  std::unique_ptr<TableStore> raw_table_ = MakeFakeTableStore();
+  std::unique_ptr<BlobStore> raw_blobs_ = MakeFakeBlobStore();
+  std::unique_ptr<TableStore> table_;
+  std::unique_ptr<BlobStore> blobs_;
+  std::filesystem::path root_;
+};
+
+template <typename Pred>
+bool Eventually(Pred pred) {
+  for (int i = 0; i < 500 && !pred(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return pred();
+}
+
+TEST(BlockLayoutTest, ScheduleKeeps200GiBUnder50000BlocksWithoutTuning) {
+  BlockLayout layout(4ull << 20);
+  EXPECT_LT(layout.CountFor(200ull << 30), kMaxBlocks);
+  EXPECT_GE(layout.MaxFileSize(), 1ull << 40);
+  EXPECT_EQ(layout.CountFor(0), 0u);
+  EXPECT_EQ(layout.CountFor(1), 1u);
+  EXPECT_EQ(layout.CountFor(4ull << 20), 1u);
+  EXPECT_EQ(layout.CountFor((4ull << 20) + 1), 2u);
+  for (uint64_t k : {0ull, 9999ull, 10000ull, 10001ull, 29999ull, 30000ull, 49999ull}) {
+    EXPECT_EQ(layout.IndexAt(layout.StartOf(k)), k);
+    EXPECT_EQ(layout.IndexAt(layout.EndOf(k) - 1), k);
+    EXPECT_EQ(layout.StartOf(k + 1), layout.EndOf(k));
+  }
+  EXPECT_EQ(layout.SizeOf(10000), 8ull << 20);
+}
+
+TEST(BlockLayoutTest, WriterBlockIdsHaveOneWidthAndDifferPerWriter) {
+  EXPECT_EQ(WriterBlockId(1, 0).size(), BlockIdFor(0).size());
+  EXPECT_EQ(WriterBlockId(~0ull, ~0ull).size(), BlockIdFor(0).size());
+  EXPECT_NE(WriterBlockId(1, 7), WriterBlockId(2, 7));
+  EXPECT_NE(NewWriterTag(), NewWriterTag());
+}
+
+TEST_F(FileDataTest, SmallFileIsOnePutBlobWithMetadataAndEntryUpdate) {
+  Mount m = NewMount("a");
+  const std::string content = Pattern(1000, 1);
+  uint64_t ino = Create(m, "small");
+  Write(m, ino, content, 0);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(plan_->calls("Put"), 1);
+  EXPECT_EQ(plan_->calls("PutBlock"), 0);
+  EXPECT_EQ(Blob("small"), content);
+  auto props = raw_blobs_->GetProperties(kContainer, "small");
+  ASSERT_TRUE(props.ok());
+  EXPECT_EQ(props->metadata["stampfs"], "1");
+  EXPECT_EQ(props->metadata["mode"], std::to_string(S_IFREG | 0644));
+  EXPECT_TRUE(props->metadata.count("mtime") && props->metadata.count("uid"));
+  auto st = m.ns->GetFile(ino, true);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->attr.size, content.size());
+  EXPECT_EQ(st->blob_etag, props->etag);
+  EXPECT_EQ(st->block_size, kBlock);
+}
+
+TEST_F(FileDataTest, EmptyNewFileGetsABlob) {
+  Mount m = NewMount("a");
+  uint64_t ino = Create(m, "empty");
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(Blob("empty"), "");
+}
+
+TEST_F(FileDataTest, LargeFileIsStagedInBlocksWhileTheWriterGoesOn) {
+  Mount m = NewMount("a");
+  const std::string content = Pattern(10 * kBlock + 123, 2);
+  uint64_t ino = Create(m, "big");
+  Write(m, ino, content, 0);
+  EXPECT_TRUE(Eventually([&] { return plan_->calls("PutBlock") >= 9; }))
+      << "full blocks are staged before any flush";
+  EXPECT_EQ(plan_->calls("PutBlockList"), 0);
+  ASSERT_TRUE(m.data->Flush(ino).ok());
+  EXPECT_EQ(plan_->calls("PutBlockList"), 1);
+  EXPECT_EQ(plan_->calls("PutBlock"), 11);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(Blob("big"), content);
+  auto list = raw_blobs_->GetBlockList(kContainer, "big", BlockListType::kCommitted);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->committed.size(), 11u);
+  for (const BlockInfo& b : list->committed) EXPECT_EQ(b.id.size(), BlockIdFor(0).size());
+}
+
+TEST_F(FileDataTest, PartialOverwriteUploadsOnlyChangedBlocksAndReusesCommittedIds) {
+  Mount m = NewMount("a");
+  std::string content = Pattern(10 * kBlock, 3);
+  Commit(m, "big", content);
+  auto before = raw_blobs_->GetBlockList(kContainer, "big", BlockListType::kCommitted);
+  ASSERT_TRUE(before.ok());
+
+  Mount other = NewMount("b");  // a cold cache: the changed block is fetched first
+  uint64_t ino = OpenExisting(other, "big");
+  const int put_blocks = plan_->calls("PutBlock");
+  const std::string patch = "patched bytes in the middle of block three";
+  Write(other, ino, patch, 3 * kBlock + 1000);
+  ASSERT_TRUE(other.data->Release(ino).ok());
+  EXPECT_EQ(plan_->calls("PutBlock") - put_blocks, 1) << "only the changed block is uploaded";
+  content.replace(3 * kBlock + 1000, patch.size(), patch);
+  EXPECT_EQ(Blob("big"), content);
+  auto after = raw_blobs_->GetBlockList(kContainer, "big", BlockListType::kCommitted);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->committed.size(), before->committed.size());
+  for (size_t i = 0; i < after->committed.size(); ++i) {
+    if (i == 3) {
+      EXPECT_NE(after->committed[i].id, before->committed[i].id);
+    } else {
+      EXPECT_EQ(after->committed[i].id, before->committed[i].id) << "block " << i;
+    }
+  }
+}
+
+TEST_F(FileDataTest, A503DuringPutBlockListIsSurfacedAndTheDataIsKeptForTheNextCommit) {
+  Mount m = NewMount("a");
+  const std::string content = Pattern(5 * kBlock, 4);
+  uint64_t ino = Create(m, "busy");
+  Write(m, ino, content, 0);
+  plan_->FailNth(1, ServerBusy(), "PutBlockList");
+  Status first = m.data->Flush(ino);
+  EXPECT_TRUE(first.Is(Code::kThrottled)) << first.ToString();
+  Attr attr;
+  EXPECT_TRUE(m.data->OverrideAttr(ino, &attr)) << "still dirty";
+  EXPECT_EQ(m.blocks->Journaled().size(), 1u) << "and journaled";
+  ASSERT_TRUE(m.data->Release(ino).ok()) << "the next commit succeeds";
+  EXPECT_EQ(Blob("busy"), content);
+  EXPECT_TRUE(m.blocks->Journaled().empty());
+}
+
+TEST_F(FileDataTest, A412OnCommitSavesAConflictCopyAndLeavesTheWinnerUntouched) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  Commit(a, "doc.txt", "version zero");
+  uint64_t ia = OpenExisting(a, "doc.txt");
+  uint64_t ib = OpenExisting(b, "doc.txt");
+  Write(a, ia, "AAAA from mount a", 0);
+  Write(b, ib, "BBBB from mount b", 0);
+  ASSERT_TRUE(b.data->Release(ib).ok());
+  Status s = a.data->Flush(ia);
+  EXPECT_TRUE(s.Is(Code::kPreconditionFailed)) << s.ToString();
+  EXPECT_EQ(Blob("doc.txt"), "BBBB from mount b");
+  auto listing = a.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  std::string copy;
+  for (const DirEntry& e : *listing) {
+    if (e.name.rfind("doc.txt.conflict-testhost-", 0) == 0) copy = e.name;
+  }
+  ASSERT_FALSE(copy.empty()) << "a conflict copy beside the file";
+  EXPECT_EQ(copy.back(), 'Z');
+  EXPECT_EQ(Blob(copy), "AAAA from mount a");
+  EXPECT_TRUE(a.blocks->Journaled().empty()) << "the copy holds the data now";
+  ASSERT_TRUE(a.data->Release(ia).ok());
+  EXPECT_EQ(Blob("doc.txt"), "BBBB from mount b");
+}
+
+TEST_F(FileDataTest, ConflictFailKeepsTheDataJournaledAndWritesNoCopy) {
+  Mount a = NewMount("a", 64ull << 20, ConflictPolicy::kFail);
+  Mount b = NewMount("b");
+  Commit(a, "f", "zero");
+  uint64_t ia = OpenExisting(a, "f");
+  uint64_t ib = OpenExisting(b, "f");
+  Write(a, ia, "mine", 0);
+  Write(b, ib, "theirs", 0);
+  ASSERT_TRUE(b.data->Release(ib).ok());
+  EXPECT_TRUE(a.data->Release(ia).Is(Code::kPreconditionFailed));
+  EXPECT_EQ(Blob("f"), "theirs");
+  EXPECT_EQ(a.blocks->Journaled().size(), 1u);
+  auto listing = a.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  EXPECT_EQ(listing->size(), 1u);
+}
+
+TEST_F(FileDataTest, ConflictOverwriteCommitsUnconditionally) {
+  Mount a = NewMount("a", 64ull << 20, ConflictPolicy::kOverwrite);
+  Mount b = NewMount("b");
+  Commit(a, "f", "zero");
+  uint64_t ia = OpenExisting(a, "f");
+  uint64_t ib = OpenExisting(b, "f");
+  Write(a, ia, "mine", 0);
+  Write(b, ib, "theirs", 0);
+  ASSERT_TRUE(b.data->Release(ib).ok());
+  ASSERT_TRUE(a.data->Release(ia).ok());
+  EXPECT_EQ(Blob("f"), "mine");
+}
+
+TEST_F(FileDataTest, ACrashBetweenBlobCommitAndEntryMergeSelfHealsOnTheNextOpen) {
+  Mount a = NewMount("a");
+  Commit(a, "f", Pattern(3 * kBlock, 5));
+  const std::string v2 = Pattern(3 * kBlock, 6);
+  uint64_t ino = OpenExisting(a, "f");
+  Write(a, ino, v2, 0);
+  plan_->FailAlways(ServerBusy(), "ExecuteBatch");  // every entry merge fails
+  (void)a.data->Release(ino);
+  plan_->Clear();
+  EXPECT_EQ(Blob("f"), v2) << "the blob was committed";
+  auto stale = a.ns->GetFile(ino, true);
+  ASSERT_TRUE(stale.ok());
+  EXPECT_NE(stale->blob_etag, raw_blobs_->GetProperties(kContainer, "f")->etag);
+
+  Mount b = NewMount("b");  // another machine reads it
+  uint64_t ib = OpenExisting(b, "f", false);
+  EXPECT_EQ(ReadAll(b, ib, v2.size()), v2);
+  ASSERT_TRUE(b.data->Release(ib).ok());
+  auto healed = b.ns->GetFile(ib, true);
+  ASSERT_TRUE(healed.ok());
+  EXPECT_EQ(healed->blob_etag, raw_blobs_->GetProperties(kContainer, "f")->etag);
+  EXPECT_EQ(healed->attr.size, v2.size());
+
+  // A writer on the first machine starts from the healed version: no conflict.
+  uint64_t again = OpenExisting(a, "f");
+  Write(a, again, "x", 0);
+  ASSERT_TRUE(a.data->Release(again).ok());
+  EXPECT_EQ(Blob("f"), "x" + v2.substr(1));
+}
+
+TEST_F(FileDataTest, AVersionChangedUnderAnOpenReaderIsAnErrorNeverAMix) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  Commit(b, "f", Pattern(8 * kBlock, 7));
+  uint64_t ia = OpenExisting(a, "f", false);  // a cold cache: blocks are fetched as read
+  char buf[100];
+  ASSERT_TRUE(a.data->Read(ia, buf, sizeof(buf), 0).ok());
+  uint64_t ib = OpenExisting(b, "f");
+  Write(b, ib, Pattern(8 * kBlock, 8), 0);
+  ASSERT_TRUE(b.data->Release(ib).ok());
+  auto r = a.data->Read(ia, buf, sizeof(buf), 7 * kBlock);
+  EXPECT_TRUE(r.status().Is(Code::kPreconditionFailed)) << r.status().ToString();
+  // Blocks of the pinned version already cached still read consistently.
+  EXPECT_TRUE(a.data->Read(ia, buf, sizeof(buf), 0).ok());
+  ASSERT_TRUE(a.data->Release(ia).ok());
+}
+
+TEST_F(FileDataTest, TruncateGrowShrinkSparseHolesAndAppendRoundTrip) {
+  Mount m = NewMount("a");
+  std::string model = Pattern(3 * kBlock + 10, 9);
+  Commit(m, "t", model);
+  uint64_t ino = OpenExisting(m, "t");
+  ASSERT_TRUE(m.data->Truncate(ino, kBlock + 5).ok());
+  model.resize(kBlock + 5);
+  ASSERT_TRUE(m.data->Truncate(ino, 6 * kBlock).ok());
+  model.resize(6 * kBlock, '\0');
+  Write(m, ino, "tail", model.size());
+  model += "tail";
+  Write(m, ino, "hole", 9 * kBlock);  // a sparse region in between
+  model.resize(9 * kBlock, '\0');
+  model += "hole";
+  EXPECT_EQ(ReadAll(m, ino, model.size()), model);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(Blob("t"), model);
+  Mount cold = NewMount("cold");
+  uint64_t ic = OpenExisting(cold, "t", false);
+  EXPECT_EQ(ReadAll(cold, ic, model.size()), model);
+  ASSERT_TRUE(cold.data->Release(ic).ok());
+}
+
+TEST_F(FileDataTest, SequentialReadsPrefetchAheadAndReopenKeepsTheKernelCache) {
+  Mount a = NewMount("a");
+  const std::string content = Pattern(12 * kBlock, 10);
+  Commit(a, "seq", content);
+  Mount b = NewMount("b");
+  auto attr = b.ns->Lookup(kRootIno, "seq");
+  ASSERT_TRUE(attr.ok());
+  auto first = b.data->Open(attr->ino, OpenFlags{});
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(first->keep_cache);
+  char buf[4096];
+  ASSERT_TRUE(b.data->Read(attr->ino, buf, sizeof(buf), 0).ok());
+  ASSERT_TRUE(b.data->Read(attr->ino, buf, sizeof(buf), sizeof(buf)).ok());
+  EXPECT_TRUE(Eventually([&] { return plan_->calls("Read") >= 4; })) << "blocks ahead are fetched";
+  EXPECT_EQ(ReadAll(b, attr->ino, content.size()), content);
+  ASSERT_TRUE(b.data->Release(attr->ino).ok());
+  auto second = b.data->Open(attr->ino, OpenFlags{});
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->keep_cache) << "same version as the last open";
+  const int reads = plan_->calls("Read");
+  EXPECT_EQ(ReadAll(b, attr->ino, content.size()), content);
+  EXPECT_EQ(plan_->calls("Read"), reads) << "a warm cache reads nothing";
+  ASSERT_TRUE(b.data->Release(attr->ino).ok());
+}
+
+TEST_F(FileDataTest, DirtyBlocksAreNeverEvictedAndAWriterWaitsForRoomThenProceeds) {
+  Mount m = NewMount("a", 4 * kBlock);
+  uint64_t a = Create(m, "a");
+  const std::string a_data = Pattern(4 * kBlock, 11);
+  Write(m, a, a_data, 0);  // the cache is now full of a's uncommitted data
+  EXPECT_GE(m.blocks->Stats().uncommitted, 4 * kBlock);
+  uint64_t b = Create(m, "b");
+  std::atomic<bool> flushed{false}, written{false};
+  std::thread writer([&] {
+    const std::string b_data(kBlock, 'b');
+    auto w = m.data->Write(b, b_data.data(), b_data.size(), 0);
+    EXPECT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_TRUE(flushed.load()) << "the writer waited for room";
+    written = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(written.load());
+  EXPECT_GE(m.blocks->Stats().uncommitted, 4 * kBlock) << "dirty data was not evicted";
+  flushed = true;
+  ASSERT_TRUE(m.data->Flush(a).ok());
+  writer.join();
+  EXPECT_TRUE(written.load());
+  ASSERT_TRUE(m.data->Release(a).ok());
+  ASSERT_TRUE(m.data->Release(b).ok());
+  EXPECT_EQ(Blob("a"), a_data);
+  EXPECT_EQ(Blob("b"), std::string(kBlock, 'b'));
+}
+
+TEST_F(FileDataTest, AWriterLargerThanTheCacheCommitsCheckpointsInsteadOfFailing) {
+  Mount m = NewMount("a", 4 * kBlock);
+  const std::string content = Pattern(20 * kBlock, 12);
+  uint64_t ino = Create(m, "huge");
+  Write(m, ino, content, 0, kBlock);
+  EXPECT_LE(m.blocks->Stats().used, 5 * kBlock);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(Blob("huge"), content);
+  EXPECT_GE(plan_->calls("PutBlockList"), 2) << "checkpoints";
+}
+
+TEST_F(FileDataTest, TheJournalReplaysWritesAfterASimulatedCrash) {
+  const std::string v1 = Pattern(4 * kBlock, 13);
+  const std::string fresh = Pattern(3 * kBlock + 77, 14);
+  uint64_t existing_ino = 0;
+  {
+    Mount m = NewMount("crash");
+    Commit(m, "existing", v1);
+    existing_ino = OpenExisting(m, "existing");
+    Write(m, existing_ino, "journaled patch", 2 * kBlock + 3);
+    uint64_t n = Create(m, "fresh");
+    Write(m, n, fresh, 0);
+    // kill -9: no flush, no release; the objects just go away.
+  }
+  EXPECT_EQ(Blob("existing"), v1);
+  Mount after = NewMount("crash");
+  ASSERT_EQ(after.blocks->Journaled().size(), 2u);
+  ASSERT_TRUE(after.data->ReplayJournal().ok());
+  std::string expected = v1;
+  expected.replace(2 * kBlock + 3, 15, "journaled patch");
+  EXPECT_EQ(Blob("existing"), expected);
+  EXPECT_EQ(Blob("fresh"), fresh);
+  EXPECT_TRUE(after.blocks->Journaled().empty());
+  auto attr = after.ns->Lookup(kRootIno, "fresh");
+  ASSERT_TRUE(attr.ok());
+  EXPECT_EQ(attr->size, fresh.size());
+  (void)existing_ino;
+}
+
+TEST_F(FileDataTest, AReplayAfterAnotherWriterCommittedBecomesAConflictCopy) {
+  {
+    Mount m = NewMount("crash");
+    Commit(m, "shared", "base");
+    uint64_t ino = OpenExisting(m, "shared");
+    Write(m, ino, "lost?", 0);
+  }
+  Mount other = NewMount("other");
+  Commit(other, "unrelated", "x");
+  uint64_t io = OpenExisting(other, "shared");
+  Write(other, io, "winner", 0);
+  ASSERT_TRUE(other.data->Release(io).ok());
+  Mount after = NewMount("crash");
+  ASSERT_TRUE(after.data->ReplayJournal().ok());
+  EXPECT_EQ(Blob("shared"), "winner");
+  auto listing = after.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  bool found = false;
+  for (const DirEntry& e : *listing) {
+    if (e.name.rfind("shared.conflict-", 0) == 0) {
+      found = true;
+      EXPECT_EQ(Blob(e.name), "lost?");
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace stampfs
