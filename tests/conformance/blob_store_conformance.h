@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "storage/blob_store.h"
@@ -54,8 +54,8 @@ class BlobStoreConformance : public ::testing::TestWithParam<BlobStoreFactory> {
   // Put with metadata/condition; returns the ETag ("" and a failure on error).
   std::string PutOrFail(const std::string& blob, const std::string& data,
                         const BlobMetadata& metadata = {});
-  // The blob's bytes, or "<error: ...>".
-  std::string Content(const std::string& blob);
+  // The blob's bytes (a range of them), or "<error: ...>".
+  std::string Content(const std::string& blob, uint64_t offset = 0, uint64_t length = 0);
   // Stages `data` under block `index` (BlockIdFor).
   void Stage(const std::string& blob, uint64_t index, const std::string& data);
 

@@ -302,6 +302,29 @@ TEST_P(TableStoreConformance, QueryFiltersByQuotedPartitionAndRowKeyRange) {
       << "ordered by PartitionKey, then RowKey";
 }
 
+TEST_P(TableStoreConformance, QueryFiltersOnTypedPropertiesWithAndOrNot) {
+  InsertOrFail(Make("f", "a", {{"N", int32_t{1}}, {"Big", int64_t{5000000000}}, {"On", true}}));
+  InsertOrFail(Make("f", "b", {{"N", int32_t{2}}, {"S", std::string("x'y")}}));
+  InsertOrFail(Make("f", "c", {{"N", int32_t{3}}, {"On", false}, {"D", 2.5}}));
+  const auto rows = [&](const std::string& filter) {
+    QueryOptions options;
+    options.filter = FilterPartition("f") + " and (" + filter + ")";
+    auto result = store_->Query(table_, options);
+    EXPECT_TRUE(Ok(result)) << filter;
+    return result.ok() ? RowKeys(*result) : std::vector<std::string>{"<error>"};
+  };
+  using Keys = std::vector<std::string>;
+  EXPECT_EQ(rows("N ge 2"), (Keys{"b", "c"}));
+  EXPECT_EQ(rows("Big gt 4000000000L"), (Keys{"a"}));
+  EXPECT_EQ(rows("On eq true"), (Keys{"a"}));
+  EXPECT_EQ(rows("On ne true"), (Keys{"c"})) << "a missing property matches nothing";
+  EXPECT_EQ(rows("S eq 'x''y'"), (Keys{"b"}));
+  EXPECT_EQ(rows("D lt 3.0"), (Keys{"c"}));
+  EXPECT_EQ(rows("RowKey eq 'a' or N eq 3"), (Keys{"a", "c"}));
+  EXPECT_EQ(rows("not (RowKey eq 'a')"), (Keys{"b", "c"}));
+  EXPECT_EQ(rows("N le 2 and not (On eq true)"), (Keys{"b"})) << "not of a miss is a match";
+}
+
 TEST_P(TableStoreConformance, QuerySelectReturnsOnlyTheChosenProperties) {
   InsertOrFail(Make("s", "1", {{"A", int32_t{1}}, {"B", std::string("b")}, {"C", true}}));
   QueryOptions options;
@@ -372,7 +395,8 @@ TEST_P(TableStoreConformance, BatchMixingInsertMergeReplaceDeleteAppliesAllAndRe
   }
   EXPECT_TRUE(GetOrFail("b", "merge").properties ==
               (Make("", "", {{"A", int32_t{1}}, {"B", int32_t{2}}}).properties));
-  EXPECT_TRUE(GetOrFail("b", "replace").properties == (Make("", "", {{"B", int32_t{2}}}).properties));
+  EXPECT_TRUE(GetOrFail("b", "replace").properties ==
+              (Make("", "", {{"B", int32_t{2}}}).properties));
   EXPECT_FALSE(Exists("b", "delete"));
   EXPECT_TRUE(Exists("b", "upsert"));
 }
@@ -383,16 +407,15 @@ TEST_P(TableStoreConformance, BatchesBreakingTheRulesAreRefusedWhole) {
   EXPECT_FALSE(store_->ExecuteBatch(table_, too_many).ok()) << "101 operations";
 
   BatchError error;
-  auto two = store_->ExecuteBatch(table_,
-                                  {TableOperation::Insert(Make("b", "x")),
-                                   TableOperation::Insert(Make("other", "y"))},
-                                  &error);
+  auto two = store_->ExecuteBatch(
+      table_, {TableOperation::Insert(Make("b", "x")), TableOperation::Insert(Make("other", "y"))},
+      &error);
   EXPECT_TRUE(Fails(two, Code::kInvalidArgument)) << "two partitions";
   EXPECT_EQ(error.failed_index, 1);
 
-  auto twice = store_->ExecuteBatch(table_,
-                                    {TableOperation::Insert(Make("b", "x")),
-                                     TableOperation::Replace(Make("b", "x"), Condition::None())});
+  auto twice =
+      store_->ExecuteBatch(table_, {TableOperation::Insert(Make("b", "x")),
+                                    TableOperation::Replace(Make("b", "x"), Condition::None())});
   EXPECT_TRUE(Fails(twice, Code::kInvalidArgument)) << "one row twice";
   EXPECT_TRUE(Fails(store_->ExecuteBatch(table_, {}), Code::kInvalidArgument)) << "empty";
 
