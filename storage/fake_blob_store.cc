@@ -75,7 +75,8 @@ std::string NewEtag() {
   static std::atomic<uint64_t> counter{
       0x08DC000000000000ull +
       (static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) &
-       0xFFFFFFFFFFull) * 16};
+       0xFFFFFFFFFFull) *
+          16};
   char buf[24];
   std::snprintf(buf, sizeof buf, "\"0x%016llX\"",
                 static_cast<unsigned long long>(counter.fetch_add(1) + 1));
@@ -83,8 +84,8 @@ std::string NewEtag() {
 }
 
 bool IsBase64Char(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '+' || c == '/';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' ||
+         c == '/';
 }
 
 int Base64Value(char c) {
@@ -96,8 +97,8 @@ int Base64Value(char c) {
 
 // Canonical padded standard base64 of 1..64 bytes (what Azure and Azurite accept).
 Status ValidateBlockId(const std::string& id) {
-  const Status bad = Invalid("block id is not canonical base64 of 1..64 bytes",
-                             "InvalidQueryParameterValue");
+  const Status bad =
+      Invalid("block id is not canonical base64 of 1..64 bytes", "InvalidQueryParameterValue");
   if (id.empty() || id.size() % 4 != 0) return bad;
   size_t pad = 0;
   while (pad < 2 && id[id.size() - 1 - pad] == '=') ++pad;
@@ -121,10 +122,13 @@ Status ValidateMetadata(const BlobMetadata& metadata) {
   for (const auto& [name, value] : metadata) {
     bool ok = !name.empty() && name[0] >= 'a' && name[0] <= 'z';
     for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'));
-    if (!ok) return Status(Code::kInvalidArgument, "metadata name '" + name + "' is not [a-z][a-z0-9]*");
+    if (!ok)
+      return Status(Code::kInvalidArgument, "metadata name '" + name + "' is not [a-z][a-z0-9]*");
     ok = value.empty() || (value.front() != ' ' && value.back() != ' ');
     for (char c : value) ok = ok && c >= 0x20 && c < 0x7F;
-    if (!ok) return Status(Code::kInvalidArgument, "metadata value of '" + name + "' is not plain header text");
+    if (!ok)
+      return Status(Code::kInvalidArgument,
+                    "metadata value of '" + name + "' is not plain header text");
     total += name.size() + value.size();
   }
   if (total > kMaxMetadataBytes) return Status(Code::kTooLarge, "metadata exceeds 8 KiB");
@@ -389,8 +393,8 @@ Result<BlobListing> FakeBlobStore::ListBlobsPage(const std::string& container,
 }
 
 Result<ReadResult> FakeBlobStore::Read(const std::string& container, const std::string& blob,
-                                       uint64_t offset, uint64_t length,
-                                       const Condition& if_match, const BodySink& sink) {
+                                       uint64_t offset, uint64_t length, const Condition& if_match,
+                                       const BodySink& sink) {
   if (if_match.kind == Condition::Kind::kIfNoneMatchAny) {
     return Invalid("If-None-Match: * is not allowed on reads", "UnsatisfiableCondition");
   }
@@ -505,8 +509,8 @@ Result<std::string> FakeBlobStore::PutBlockList(const std::string& container,
   return target.etag;
 }
 
-Result<BlockList> FakeBlobStore::GetBlockList(const std::string& container,
-                                              const std::string& blob, BlockListType type) {
+Result<BlockList> FakeBlobStore::GetBlockList(const std::string& container, const std::string& blob,
+                                              BlockListType type) {
   std::lock_guard<std::mutex> lock(mu_);
   auto c = FindContainer(container);
   STAMPFS_RETURN_IF_ERROR(c);
@@ -529,8 +533,7 @@ Result<BlockList> FakeBlobStore::GetBlockList(const std::string& container,
 }
 
 Result<std::string> FakeBlobStore::Copy(const std::string& container, const std::string& source,
-                                        const std::string& destination,
-                                        const Condition& condition,
+                                        const std::string& destination, const Condition& condition,
                                         const std::string& source_if_match) {
   STAMPFS_RETURN_IF_ERROR(ValidateBlobName(destination));
   std::lock_guard<std::mutex> lock(mu_);

@@ -79,9 +79,8 @@ std::string EtagForTicks(int64_t ticks) {
   std::tm tm{};
   gmtime_r(&seconds, &tm);
   char buf[80];
-  std::snprintf(buf, sizeof buf,
-                "W/\"datetime'%04d-%02d-%02dT%02d%%3A%02d%%3A%02d.%07lldZ'\"", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+  std::snprintf(buf, sizeof buf, "W/\"datetime'%04d-%02d-%02dT%02d%%3A%02d%%3A%02d.%07lldZ'\"",
+                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                 static_cast<long long>(ticks % 10000000));
   return buf;
 }
@@ -272,11 +271,16 @@ std::optional<int> CompareValues(const PropertyValue& a, const PropertyValue& b)
 
 bool Matches(const FilterNode& n, const Key& key, const Properties& props) {
   switch (n.kind) {
-    case FilterNode::Kind::kAll: return true;
-    case FilterNode::Kind::kAnd: return Matches(*n.left, key, props) && Matches(*n.right, key, props);
-    case FilterNode::Kind::kOr: return Matches(*n.left, key, props) || Matches(*n.right, key, props);
-    case FilterNode::Kind::kNot: return !Matches(*n.left, key, props);
-    case FilterNode::Kind::kCompare: break;
+    case FilterNode::Kind::kAll:
+      return true;
+    case FilterNode::Kind::kAnd:
+      return Matches(*n.left, key, props) && Matches(*n.right, key, props);
+    case FilterNode::Kind::kOr:
+      return Matches(*n.left, key, props) || Matches(*n.right, key, props);
+    case FilterNode::Kind::kNot:
+      return !Matches(*n.left, key, props);
+    case FilterNode::Kind::kCompare:
+      break;
   }
   PropertyValue value;
   if (n.field == "PartitionKey") {
@@ -318,9 +322,9 @@ Result<PlannedWrite> Plan(const Table& table, const TableOperation& op) {
   const bool exists = it != table.end();
   const Condition& c = op.condition;
   // Like the client: replace/merge under If-None-Match "*" is sent as an insert.
-  const bool insert = op.kind == TableOperation::Kind::kInsert ||
-                      (op.kind != TableOperation::Kind::kDelete &&
-                       c.kind == Condition::Kind::kIfNoneMatchAny);
+  const bool insert =
+      op.kind == TableOperation::Kind::kInsert ||
+      (op.kind != TableOperation::Kind::kDelete && c.kind == Condition::Kind::kIfNoneMatchAny);
   if (insert) {
     if (exists) return EntityAlreadyExists(e.partition_key, e.row_key);
     return PlannedWrite{key, e.properties};
@@ -369,8 +373,7 @@ class FakeTableStore : public TableStore {
     auto t = FindTable(table);
     if (!t.ok() && t.status().Is(Code::kInvalidArgument)) return t.status();
     if (tables_.erase(Lower(table)) == 0) {
-      return Status(Code::kNotFound, "table " + table + " does not exist", 404,
-                    "ResourceNotFound");
+      return Status(Code::kNotFound, "table " + table + " does not exist", 404, "ResourceNotFound");
     }
     return Status::Ok();
   }
@@ -457,7 +460,8 @@ class FakeTableStore : public TableStore {
   }
 
   Result<std::string> WriteOne(const std::string& table, const TableOperation& op) {
-    if (op.kind != TableOperation::Kind::kDelete) STAMPFS_RETURN_IF_ERROR(ValidateEntity(op.entity));
+    if (op.kind != TableOperation::Kind::kDelete)
+      STAMPFS_RETURN_IF_ERROR(ValidateEntity(op.entity));
     std::lock_guard<std::mutex> lock(mu_);
     auto t = FindTable(table);
     STAMPFS_RETURN_IF_ERROR(t);

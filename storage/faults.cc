@@ -140,9 +140,8 @@ class FaultyBlobStore : public BlobStore {
   Result<ReadResult> Read(const std::string& container, const std::string& blob, uint64_t offset,
                           uint64_t length, const Condition& if_match,
                           const BodySink& sink) override {
-    return Guarded(*plan_, "Read", [&] {
-      return inner_.Read(container, blob, offset, length, if_match, sink);
-    });
+    return Guarded(*plan_, "Read",
+                   [&] { return inner_.Read(container, blob, offset, length, if_match, sink); });
   }
   Result<std::string> Put(const std::string& container, const std::string& blob,
                           const HttpBody& body, const BlobMetadata& metadata,
@@ -211,8 +210,7 @@ class FaultyTableStore : public TableStore {
   }
   Result<std::string> Update(const std::string& table, const Entity& entity, UpdateMode mode,
                              const Condition& condition) override {
-    return Guarded(*plan_, "Update",
-                   [&] { return inner_.Update(table, entity, mode, condition); });
+    return Guarded(*plan_, "Update", [&] { return inner_.Update(table, entity, mode, condition); });
   }
   Status Delete(const std::string& table, const std::string& partition_key,
                 const std::string& row_key, const Condition& condition) override {

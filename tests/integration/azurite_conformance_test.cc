@@ -15,8 +15,7 @@ namespace {
 
 Result<StorageAccount> Account() {
   const char* env = std::getenv("AZURE_STORAGE_CONNECTION_STRING");
-  return ParseConnectionString(env != nullptr && *env != '\0' ? env
-                                                              : kDevelopmentConnectionString);
+  return ParseConnectionString(env != nullptr && *env != '\0' ? env : kDevelopmentConnectionString);
 }
 
 bool IsEmulator(const StorageAccount& account) {

@@ -8,15 +8,13 @@ namespace stampfs {
 namespace {
 
 INSTANTIATE_TEST_SUITE_P(Fake, BlobStoreConformance,
-                         ::testing::Values(BlobStoreFactory{"fake", [] {
-                           return MakeFakeBlobStore();
-                         }}),
+                         ::testing::Values(BlobStoreFactory{"fake",
+                                                            [] { return MakeFakeBlobStore(); }}),
                          BlobStoreFactoryName);
 
 INSTANTIATE_TEST_SUITE_P(Fake, TableStoreConformance,
-                         ::testing::Values(TableStoreFactory{"fake", [] {
-                           return MakeFakeTableStore();
-                         }}),
+                         ::testing::Values(TableStoreFactory{"fake",
+                                                             [] { return MakeFakeTableStore(); }}),
                          TableStoreFactoryName);
 
 }  // namespace

@@ -98,7 +98,8 @@ TEST_F(FaultsTest, FailAlwaysFailsEveryMatchingCallUntilCleared) {
   ASSERT_TRUE(Put("m").ok());
   plan_->FailAlways(PreconditionFailed(), "SetMetadata");
   for (int i = 0; i < 3; ++i) {
-    Status s = faulty_blobs_->SetMetadata(kContainer, "m", {{"k", "v"}}, Condition::None()).status();
+    Status s =
+        faulty_blobs_->SetMetadata(kContainer, "m", {{"k", "v"}}, Condition::None()).status();
     EXPECT_EQ(s.code(), Code::kPreconditionFailed);
     EXPECT_EQ(s.http_status(), 412);
     EXPECT_EQ(s.service_code(), "ConditionNotMet");
@@ -148,8 +149,8 @@ TEST_F(FaultsTest, EveryTableOperationIsNamedAfterItsMethod) {
   ASSERT_TRUE(faulty_tables_->QueryPartition(kTable, "p").ok());
   ASSERT_TRUE(faulty_tables_->ExecuteBatch(kTable, {TableOperation::Insert(Row("b"))}).ok());
   ASSERT_TRUE(faulty_tables_->Delete(kTable, "p", "a", Condition::IfMatch("*")).ok());
-  EXPECT_EQ(seen, (std::vector<std::string>{"Insert", "Get", "Update", "QueryPage",
-                                            "ExecuteBatch", "Delete"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"Insert", "Get", "Update", "QueryPage", "ExecuteBatch",
+                                            "Delete"}));
 }
 
 TEST_F(FaultsTest, TimedOutBatchIsSplitAndResentByExecuteInBatches) {
