@@ -75,11 +75,10 @@ Attr AttrsFor(const BlobItem* b, bool dir, const ImportOptions& o, int64_t fallb
   a.mtime_ns = fallback_mtime;
   if (b) {
     a.size = dir ? 0 : b->properties.size;
-    a.mtime_ns = b->properties.last_modified * 1000000000LL;
     if (auto m = MetaNumber<uint32_t>(*b, "mode")) a.mode = (a.mode & S_IFMT) | (*m & 07777);
     if (auto u = MetaNumber<uint32_t>(*b, "uid")) a.uid = *u;
     if (auto g = MetaNumber<uint32_t>(*b, "gid")) a.gid = *g;
-    if (auto t = MetaNumber<int64_t>(*b, "mtime")) a.mtime_ns = *t;
+    a.mtime_ns = BlobMtimeNs(*b);
   }
   a.ctime_ns = a.atime_ns = a.mtime_ns;
   return a;
@@ -90,12 +89,6 @@ Entity NewEntry(const std::string& dir, const std::string& name, const Attr& att
   AttrToEntity(attr, &e);
   SetEntryName(name, &e);
   return e;
-}
-
-void SetBlobProperties(const BlobItem& b, Entity* e) {
-  e->properties["blob"] = b.name;
-  e->properties["betag"] = b.properties.etag;
-  if (auto bs = MetaNumber<int64_t>(b, "bsize"); bs && *bs > 0) e->properties["bsize"] = *bs;
 }
 
 class TreeBuilder {
@@ -287,6 +280,28 @@ class DirPlanner {
 };
 
 }  // namespace
+
+int64_t BlobMtimeNs(const BlobItem& b) {
+  if (auto t = MetaNumber<int64_t>(b, "mtime")) return *t;
+  return b.properties.last_modified * 1000000000LL;
+}
+
+void SetBlobProperties(const BlobItem& b, Entity* e) {
+  e->properties["blob"] = b.name;
+  e->properties["betag"] = b.properties.etag;
+  if (auto bs = MetaNumber<int64_t>(b, "bsize"); bs && *bs > 0) e->properties["bsize"] = *bs;
+}
+
+bool IsDirectoryMarker(const BlobItem& b) {
+  return IsFolderMarker(b) ||
+         (b.properties.size == 0 && !b.name.empty() && b.name.back() == '/');
+}
+
+std::string MarkerPath(const BlobItem& b) {
+  std::string name = b.name;
+  if (!name.empty() && name.back() == '/') name.pop_back();
+  return "/" + name;
+}
 
 BlobTree BuildBlobTree(const std::vector<BlobItem>& blobs, std::vector<ImportProblem>* problems) {
   BlobTree tree;
