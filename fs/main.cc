@@ -15,6 +15,7 @@
 
 #include "cache/block_cache.h"
 #include "cache/meta_cache.h"
+#include "fs/admin_cli.h"
 #include "fs/file_data.h"
 #include "fs/fuse_ops.h"
 #include "fs/log.h"
@@ -29,6 +30,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: stampfs mount [options] CONTAINER MOUNTPOINT\n"
     "       stampfs unmount MOUNTPOINT\n"
+    "       stampfs import CONTAINER [--refresh] [--table NAME] [--connection-string-file FILE]\n"
+    "       stampfs fsck CONTAINER [--repair] [--table NAME] [--connection-string-file FILE]\n"
     "       stampfs --help | mount --help | --version\n";
 
 int Fail(const std::string& message) {
@@ -164,6 +167,14 @@ int Mount(const std::vector<std::string>& args) {
     return Fail("cannot mount " + o.container + " from " + account->Describe() + ": " +
                 init.ToString() + HintFor(init));
   }
+  // First mount of a container that other tools filled: import its blobs.
+  if (!o.read_only) {
+    Status imported = AutoImportIfNeeded(*table, *blobs, o.container, o.table);
+    if (!imported.ok()) {
+      return Fail("automatic import of " + o.container + " failed: " + imported.ToString() +
+                  HintFor(imported) + "; run stampfs import " + o.container);
+    }
+  }
   auto block_cache = BlockCache::Open(o.cache_dir + "/blocks", o.cache_size);
   if (!block_cache.ok()) return Fail(block_cache.status().ToString());
   FileDataOptions fdo;
@@ -206,5 +217,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "mount") return stampfs::Mount(args);
   if (cmd == "unmount" || cmd == "umount") return stampfs::Unmount(args);
+  if (cmd == "import") return stampfs::ImportCommand(args);
+  if (cmd == "fsck") return stampfs::FsckCommand(args);
   return stampfs::Fail("unknown command " + cmd + "\n" + stampfs::kUsage);
 }
