@@ -96,6 +96,20 @@ std::string ParentPath(const std::string& path) {
   return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
 }
 
-std::string BlobNameFor(const std::string& path) { return path.substr(1); }
+std::string BlobNameFor(const std::string& path) {
+  // The Blob service turns '\' into '/' in names: a file "a\b" would land in
+  // "a/b". It is stored as U+F05C instead (the private-use mapping of
+  // Services for Macintosh), which other tools show as one character.
+  std::string out;
+  out.reserve(path.size());
+  for (size_t i = 1; i < path.size(); ++i) {
+    if (path[i] == '\\') {
+      out += "\xEF\x81\x9C";
+    } else {
+      out += path[i];
+    }
+  }
+  return out;
+}
 
 }  // namespace stampfs

@@ -391,3 +391,15 @@ TEST_F(NamespaceTest, ReadOnlyMountRefusesChanges) {
 
 }  // namespace
 }  // namespace stampfs
+
+namespace stampfs {
+namespace {
+
+TEST(BlobNames, BackslashIsStoredAsAPrivateUseCharacterNotASeparator) {
+  EXPECT_EQ(BlobNameFor("/d/a.txt"), "d/a.txt");
+  EXPECT_EQ(BlobNameFor("/d/back\\slash"), "d/back\xEF\x81\x9Cslash");
+  EXPECT_NE(BlobNameFor("/d/back\\slash"), BlobNameFor("/d/back/slash"));
+}
+
+}  // namespace
+}  // namespace stampfs
