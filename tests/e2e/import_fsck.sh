@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# e2e: a container written without stampfs (tests/e2e/tools/stampfs_populate,
+# straight through the storage client) is imported and mounts as exactly the
+# tree its blob names describe; fsck finds it clean, finds damage made to the
+# table on purpose, repairs it, and finds it clean again; a first mount of a
+# container with blobs and no table imports by itself.
+#
+#   bash tests/e2e/import_fsck.sh BUILD_DIR
+source "$(dirname "$0")/lib.bash" "$@"
+
+POPULATE=$E2E_BUILD_DIR/tests/stampfs_populate
+[[ -x $POPULATE ]] || e2e_fatal "stampfs_populate" "$POPULATE is not built (cmake target stampfs_populate)"
+[[ -x $E2E_INSPECT ]] || e2e_fatal "stampfs_inspect" "$E2E_INSPECT is not built"
+C=$E2E_CONTAINER
+BULK=5000
+
+populate() { "$POPULATE" "$@"; }
+stampfs() { "$E2E_STAMPFS" "$@"; }
+
+# name<TAB>contents of every file blob (markers are listed apart).
+FILES=$E2E_TMP/files.tsv
+cat >"$FILES" <<'EOF'
+docs/readme.txt	read me first
+docs/deep/er/notes.md	notes
+top.bin	0123456789
+a#b/c%d/e f?.txt	escaping: # % space ?
+uni/été/日本語.txt	unicode
+withkids/k.txt	kid
+clash/inner	the directory wins over the file "clash"
+EOF
+
+# The tree a mount must show: every file, every directory above one, the
+# marker directories; sorted as find prints it.
+expected_tree() {
+  {
+    cut -f1 "$FILES"
+    printf 'emptydir\nwithkids\nslashdir\n'
+    for i in $(seq 0 $((BULK - 1))); do printf 'bulk/f%05d\n' "$i"; done
+  } | awk -F/ '{ p = ""; for (i = 1; i <= NF; i++) { p = (i == 1 ? $1 : p "/" $i); print "./" p } }' |
+    LC_ALL=C sort -u
+}
+
+# expect_status STATUS REGEX... -- CMD...: runs CMD, requires its exit status
+# and a line matching every REGEX in its output (printed for the log).
+expect_status() {
+  local want=$1 out rc re
+  shift
+  local res=()
+  while [[ $1 != -- ]]; do res+=("$1"); shift; done
+  shift
+  out=$("$@" 2>&1)
+  rc=$?
+  echo "$out"
+  if [[ $rc != "$want" ]]; then
+    echo "exit status $rc, expected $want"
+    return 1
+  fi
+  for re in "${res[@]}"; do
+    grep -Eq -- "$re" <<<"$out" || { echo "no line matches /$re/"; return 1; }
+  done
+}
+# fsck_expect STATUS REGEX...: stampfs fsck $FSCK_ARGS $C
+fsck_expect() {
+  local want=$1
+  shift
+  # shellcheck disable=SC2086
+  expect_status "$want" "$@" -- stampfs fsck $FSCK_ARGS "$C"
+}
+
+# ---------------------------------------------------------------------------
+section "populate the container through the storage client, not stampfs"
+run "create the container" populate create "$C"
+while IFS=$'\t' read -r name text; do
+  run "put blob $name" populate put "$C" "$name" "$text"
+done <"$FILES"
+run "put blob clash (a file where blobs need a directory)" populate put "$C" clash "a file"
+run "put a blob with stampfs metadata" \
+  populate put "$C" meta/mine.sh '#!/bin/sh' mode=33261 uid=1234 gid=2345 mtime=1600000000123456789
+echo "meta/mine.sh	#!/bin/sh" >>"$FILES"
+run "blobfuse marker emptydir (hdi_isfolder=true)" populate marker "$C" emptydir
+run "blobfuse marker withkids" populate marker "$C" withkids
+run "zero-length 'slashdir/' marker" populate put "$C" slashdir/
+for odd in 'odd//empty-component' 'odd/./dot' 'odd/../dotdot'; do
+  run "put blob $odd (a name no file system path can have)" populate put "$C" "$odd" x
+done
+E2E_TIMEOUT=600 run "upload $BULK blobs under bulk/ in parallel" populate many "$C" bulk "$BULK" 32
+check_eq "the container holds every blob" "$((BULK + 15))" eval '"$E2E_INSPECT" blobs "$C" | wc -l'
+
+# ---------------------------------------------------------------------------
+section "stampfs import"
+E2E_TIMEOUT=600 check "import: every file and directory, and the blobs it cannot map (exit 1)" \
+  expect_status 1 "^not imported: clash: a directory of the same name holds other blobs" \
+  "^not imported: odd//empty-component: empty path component" \
+  "^not imported: odd/\./dot: path component \"\.\"" \
+  "^not imported: odd/\.\./dotdot: path component \"\.\.\"" \
+  "^import $C: $((BULK + 15)) blobs; created $((BULK + 8)) files and 13 directories; 0 entries unchanged; 4 blobs not imported$" \
+  -- stampfs import "$C"
+"$E2E_INSPECT" entities "$C" | grep -v '^~fs' >"$E2E_TMP/entities.1"
+E2E_TIMEOUT=600 check "a second import creates nothing" \
+  expect_status 1 "created 0 files and 0 directories; $((BULK + 21)) entries unchanged; 4 blobs not imported$" \
+  -- stampfs import "$C"
+"$E2E_INSPECT" entities "$C" | grep -v '^~fs' >"$E2E_TMP/entities.2"
+check "the second import changed no row (not even a \".\" row's touched time)" \
+  cmp "$E2E_TMP/entities.1" "$E2E_TMP/entities.2"
+check "the folder marker's directory has a \".\" row" \
+  eval '"$E2E_INSPECT" entities "$C" %2Femptydir | grep -q "^%2Femptydir	\.	"'
+
+# ---------------------------------------------------------------------------
+section "the mount shows exactly that tree"
+e2e_mount
+check_eq "find lists every imported name and nothing else" "$(expected_tree)" \
+  eval 'cd "$M" && find . -mindepth 1 | LC_ALL=C sort'
+while IFS=$'\t' read -r name text; do
+  check_eq "contents of $name" "$text" cat "$M/$name"
+done <"$FILES"
+check_eq "contents of bulk/f01234" "f01234" cat "$M/bulk/f01234"
+check_eq "all $BULK bulk files hold their names" "$BULK" \
+  eval 'cat "$M"/bulk/f* | grep -c "^f[0-9]\{5\}$"'
+check_eq "stampfs metadata restored mode, owner and mtime" "755 1234 2345 1600000000.123456789" \
+  stat -c '%a %u %g %.9Y' "$M/meta/mine.sh"
+check_eq "a blob without metadata is 0644" "644" stat -c %a "$M/top.bin"
+check_eq "marker directories are empty directories" "" eval 'ls -A "$M/emptydir" && ls -A "$M/slashdir"'
+check "a new file in an imported directory" eval 'echo new >"$M/docs/new.txt"'
+e2e_unmount
+
+# ---------------------------------------------------------------------------
+section "fsck"
+FSCK_ARGS="" E2E_TIMEOUT=300 check "fsck reports the blobs import could not map (exit 1)" \
+  fsck_expect 1 "^blob-without-entry: clash: " "^blob-without-entry: odd//empty-component: " \
+  "4 problems, 0 repaired, 4 left"
+for odd in clash 'odd//empty-component' 'odd/./dot' 'odd/../dotdot'; do
+  run "remove the blob $odd" populate delete "$C" "$odd"
+done
+FSCK_ARGS="" E2E_TIMEOUT=300 check "fsck: clean (exit 0)" fsck_expect 0 "files: clean$"
+run "damage: delete the entry of docs/readme.txt" populate delete-row "$C" %2Fdocs readme.txt
+run "damage: change the betag of bulk/f00042" \
+  populate set-string "$C" %2Fbulk f00042 betag '"0x8D0000000000BAD"'
+FSCK_ARGS="" E2E_TIMEOUT=300 check "fsck reports both (exit 1)" fsck_expect 1 \
+  "^blob-without-entry: docs/readme.txt: " "^etag-mismatch: /bulk/f00042: " \
+  "2 problems, 0 repaired, 2 left"
+FSCK_ARGS=--repair E2E_TIMEOUT=300 check "fsck --repair repairs both (exit 0)" fsck_expect 0 \
+  "^blob-without-entry: docs/readme.txt: .* -> repaired: imported" \
+  "^etag-mismatch: /bulk/f00042: .* -> repaired: adopted" "2 problems, 2 repaired, 0 left"
+FSCK_ARGS="" E2E_TIMEOUT=300 check "fsck: clean again" fsck_expect 0 "files: clean$"
+e2e_new_cache
+e2e_mount
+check_eq "the repaired entry reads" "read me first" cat "$M/docs/readme.txt"
+check_eq "the adopted entry reads" "f00042" cat "$M/bulk/f00042"
+check_eq "the file written through the mount survived" "new" cat "$M/docs/new.txt"
+e2e_unmount
+check "fsck of a container that does not exist: exit 2" \
+  expect_status 2 "container nosuch-$$-container does not exist" -- stampfs fsck "nosuch-$$-container"
+
+# ---------------------------------------------------------------------------
+section "a first mount of a filled container imports by itself"
+C2=$C-auto
+run "create a second container" populate create "$C2"
+run "put a nested blob" populate put "$C2" 'deep/er/file one.txt' "auto"
+run "put a marker" populate marker "$C2" empty
+M2=$E2E_TMP/mnt2
+e2e_new_cache  # a cache dir belongs to one container
+E2E_CONTAINER=$C2 e2e_mount "$M2"
+check_eq "the mount shows the imported tree" "$(printf './deep\n./deep/er\n./deep/er/file one.txt\n./empty')" \
+  eval 'cd "$M2" && find . -mindepth 1 | LC_ALL=C sort'
+check_eq "and its contents" "auto" cat "$M2/deep/er/file one.txt"
+e2e_unmount "$M2"
+check "the import was logged" grep -q "import $C2: 2 blobs; created 1 files and 3 directories" \
+  "${E2E_LOG[$M2]}"
+check "fsck of the auto-imported container: clean" expect_status 0 "files: clean$" -- stampfs fsck "$C2"
+[[ ${E2E_KEEP:-0} == 1 ]] || "$E2E_INSPECT" drop "$C2" >/dev/null
+
+e2e_finish

@@ -1,0 +1,161 @@
+// stampfs_populate: writes a container's blobs and table rows directly with
+// the storage library (never through stampfs), for tests/e2e/import_fsck.sh:
+// containers "written by other tools", and tables damaged on purpose.
+//
+//   stampfs_populate create CONTAINER            the container (fine if it exists)
+//   stampfs_populate put CONTAINER NAME [TEXT [KEY=VALUE...]]
+//       a blob holding TEXT (default empty) with metadata KEY=VALUE ([a-z0-9] names)
+//   stampfs_populate marker CONTAINER NAME       a zero-length blob with metadata
+//       hdi_isfolder=true, as blobfuse makes them (a raw request: the client
+//       refuses '_' in metadata names, see AZURE-PROTOCOL.md §1.1 quirk 3)
+//   stampfs_populate many CONTAINER PREFIX COUNT [THREADS]
+//       COUNT blobs PREFIX/f00000... each holding its own name and a newline,
+//       uploaded by THREADS threads (default 16)
+//   stampfs_populate delete CONTAINER NAME       deletes a blob
+//   stampfs_populate delete-row CONTAINER PK RK  deletes a table row
+//   stampfs_populate set-string CONTAINER PK RK PROPERTY VALUE
+//       merges a string property into a table row
+//
+// Options (first): --table NAME overrides DefaultTableName(CONTAINER). The
+// connection string comes from $AZURE_STORAGE_CONNECTION_STRING, else
+// UseDevelopmentStorage=true. Exit status: 0 done, 1 storage error, 2 usage.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fs/mount_options.h"
+#include "storage/auth.h"
+#include "storage/azure_clients.h"
+#include "storage/connection_string.h"
+
+namespace stampfs {
+namespace {
+
+int Usage() {
+  std::cerr << "usage: stampfs_populate [--table NAME] create CONTAINER\n"
+               "       stampfs_populate put CONTAINER NAME [TEXT [KEY=VALUE...]]\n"
+               "       stampfs_populate marker CONTAINER NAME\n"
+               "       stampfs_populate many CONTAINER PREFIX COUNT [THREADS]\n"
+               "       stampfs_populate delete CONTAINER NAME\n"
+               "       stampfs_populate [--table NAME] delete-row CONTAINER PK RK\n"
+               "       stampfs_populate [--table NAME] set-string CONTAINER PK RK PROPERTY VALUE\n";
+  return 2;
+}
+
+int Fail(const std::string& what, const Status& s) {
+  std::cerr << "stampfs_populate: " << what << ": " << s.ToString() << "\n";
+  return 1;
+}
+
+ClientOptions Options() {
+  ClientOptions o;
+  o.retry.attempt_timeout = std::chrono::seconds(20);
+  o.retry.total_deadline = std::chrono::seconds(60);
+  return o;
+}
+
+int Put(const StorageAccount& account, const std::vector<std::string>& a) {
+  BlobMetadata md;
+  for (size_t i = 3; i < a.size(); ++i) {
+    size_t eq = a[i].find('=');
+    if (eq == std::string::npos) return Usage();
+    md[a[i].substr(0, eq)] = a[i].substr(eq + 1);
+  }
+  auto r = MakeAzureBlobClient(account, Options())
+               ->PutString(a[0], a[1], a.size() > 2 ? a[2] : "", md, Condition::None());
+  return r.ok() ? 0 : Fail("put " + a[1], r.status());
+}
+
+// Put Blob by hand, so the metadata name may hold an underscore.
+int Marker(const StorageAccount& account, const std::string& container, const std::string& name) {
+  RetryingHttpClient http(MakeCurlTransport(), Options().retry);
+  HttpRequest req;
+  req.method = "PUT";
+  req.url = account.blob_endpoint + "/" + UrlEncode(container) + "/" + UrlEncode(name, true);
+  req.SetHeader("x-ms-version", kBlobApiVersion);
+  req.SetHeader("x-ms-blob-type", "BlockBlob");
+  req.SetHeader("x-ms-meta-hdi_isfolder", "true");
+  auto r = http.Execute(req, MakeSigner(account, Service::kBlob));
+  if (!r.ok()) return Fail("marker " + name, r.status());
+  if (r->status / 100 != 2) return Fail("marker " + name, StatusFromResponse(*r, "put " + name));
+  return 0;
+}
+
+int Many(const StorageAccount& account, const std::vector<std::string>& a) {
+  const int count = std::atoi(a[2].c_str());
+  const int threads = a.size() > 3 ? std::atoi(a[3].c_str()) : 16;
+  if (count <= 0 || threads <= 0) return Usage();
+  std::atomic<int> next{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      auto blobs = MakeAzureBlobClient(account, Options());
+      for (int i = next++; i < count && failures == 0; i = next++) {
+        char leaf[16];
+        std::snprintf(leaf, sizeof leaf, "f%05d", i);
+        auto r = blobs->PutString(a[0], a[1] + "/" + leaf, std::string(leaf) + "\n", {},
+                                  Condition::None());
+        if (!r.ok()) {
+          if (failures++ == 0) Fail(std::string("put ") + leaf, r.status());
+        }
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  return failures == 0 ? 0 : 1;
+}
+
+int Run(const StorageAccount& account, const std::string& table, const std::string& cmd,
+        const std::vector<std::string>& a) {
+  if (cmd == "create" && a.size() == 1) {
+    Status s = MakeAzureBlobClient(account, Options())->CreateContainer(a[0]);
+    return s.ok() || s.Is(Code::kAlreadyExists) ? 0 : Fail("create " + a[0], s);
+  }
+  if (cmd == "put" && a.size() >= 2) return Put(account, a);
+  if (cmd == "marker" && a.size() == 2) return Marker(account, a[0], a[1]);
+  if (cmd == "many" && (a.size() == 3 || a.size() == 4)) return Many(account, a);
+  if (cmd == "delete" && a.size() == 2) {
+    Status s = MakeAzureBlobClient(account, Options())->Delete(a[0], a[1], Condition::None());
+    return s.ok() ? 0 : Fail("delete " + a[1], s);
+  }
+  if (cmd == "delete-row" && a.size() == 3) {
+    Status s = MakeAzureTableClient(account, Options())
+                   ->Delete(table, a[1], a[2], Condition::IfMatch("*"));
+    return s.ok() ? 0 : Fail("delete row", s);
+  }
+  if (cmd == "set-string" && a.size() == 5) {
+    Entity e{a[1], a[2], {{a[3], a[4]}}, {}};
+    auto r = MakeAzureTableClient(account, Options())
+                 ->Update(table, e, UpdateMode::kMerge, Condition::IfMatch("*"));
+    return r.ok() ? 0 : Fail("merge row", r.status());
+  }
+  return Usage();
+}
+
+int Main(std::vector<std::string> args) {
+  std::string table;
+  if (args.size() >= 2 && args[0] == "--table") {
+    table = args[1];
+    args.erase(args.begin(), args.begin() + 2);
+  }
+  if (args.size() < 2) return Usage();
+  const std::string cmd = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (table.empty()) table = DefaultTableName(rest[0]);
+  const char* env = std::getenv("AZURE_STORAGE_CONNECTION_STRING");
+  auto account = ParseConnectionString(env && *env ? env : kDevelopmentConnectionString);
+  if (!account.ok()) return Fail("connection string", account.status());
+  return Run(*account, table, cmd, rest);
+}
+
+}  // namespace
+}  // namespace stampfs
+
+int main(int argc, char** argv) {
+  return stampfs::Main(std::vector<std::string>(argv + 1, argv + argc));
+}
