@@ -203,12 +203,9 @@ Status FileData::Committed(OpenFile& f, const std::string& etag) {
   f.dirty = false;
   f.base_etag = etag;
   f.remote_size = f.size;
-  {
-    std::lock_guard<std::mutex> etag_lock(etag_mu_);
-    last_etag_[f.ino] = etag;
-  }
   auto attr = ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, f.layout.base());
   f.entity_stale = !attr.ok() && !attr.status().Is(Code::kNotFound);
+  f.merged_ctime = attr.ok() ? attr->ctime_ns : 0;
   if (f.entity_stale) {
     // The data is safe in the blob; the entry lags and is repaired by the
     // next access (or open) that sees the blob's ETag differ.

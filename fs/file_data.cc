@@ -99,6 +99,7 @@ Status FileData::Bind(OpenFile& f, const FileState& st) {
   f.mtime_ns = st.attr.mtime_ns;
   f.tag = NewWriterTag();
   f.dirty = f.journaled = f.entity_stale = f.served = false;
+  f.merged_ctime = 0;
   f.upload_error = Status::Ok();
   f.next_read = f.prefetched = 0;
   f.loaded = true;
@@ -149,10 +150,8 @@ Result<OpenResult> FileData::Open(uint64_t ino, OpenFlags flags) {
   }
   lock.lock();
   if (first) {
-    std::lock_guard<std::mutex> etag_lock(etag_mu_);
-    auto it = last_etag_.find(ino);
-    result.keep_cache = !f->base_etag.empty() && it != last_etag_.end() && it->second == f->base_etag;
-    last_etag_[ino] = f->base_etag;
+    auto seen = recent_.Get(ino);
+    result.keep_cache = !f->base_etag.empty() && seen && seen->etag == f->base_etag;
   }
   if (flags.created && !f->dirty) {
     f->dirty = true;  // even an empty new file gets its blob
@@ -206,8 +205,7 @@ Status FileData::Release(uint64_t ino) {
   f->refs--;
   WaitIdle(*f, lock);
   if (!f->dirty) {
-    std::lock_guard<std::mutex> etag_lock(etag_mu_);
-    last_etag_[ino] = f->base_etag;
+    recent_.Put(ino, {f->base_etag, f->size, f->mtime_ns, f->merged_ctime});
   } else {
     LogWarning(f->path + ": closed with changes that are not committed (" + s.ToString() +
                "); they stay in the cache journal and are replayed at the next mount");
@@ -250,12 +248,24 @@ Status FileData::Fallocate(uint64_t ino, int mode, uint64_t offset, uint64_t len
 }
 
 bool FileData::OverrideAttr(uint64_t ino, Attr* attr) {
+  // While the file is open here its size is this mount's, committed or not;
+  // after it closed, an entry older than this mount's last merge (read
+  // before the merge finished) is not shown either. Either would shrink the
+  // kernel's i_size after a later write (O_APPEND offsets come from it).
   FilePtr f = Find(ino);
-  if (!f) return false;
-  std::lock_guard<std::mutex> lock(f->mu);
-  if (!f->loaded || (!f->dirty && !f->entity_stale)) return false;
-  attr->size = f->size;
-  attr->mtime_ns = f->mtime_ns;
+  if (f) {
+    std::lock_guard<std::mutex> lock(f->mu);
+    if (f->loaded) {
+      attr->size = f->size;
+      attr->mtime_ns = f->mtime_ns;
+      return true;
+    }
+  }
+  auto seen = recent_.Get(ino);
+  if (!seen || seen->ctime_ns == 0 || attr->ctime_ns >= seen->ctime_ns) return false;
+  attr->size = seen->size;
+  attr->mtime_ns = seen->mtime_ns;
+  attr->ctime_ns = seen->ctime_ns;
   return true;
 }
 

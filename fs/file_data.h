@@ -42,6 +42,7 @@
 #include "cache/block_cache.h"
 #include "fs/block_layout.h"
 #include "fs/namespace.h"
+#include "fs/recent_versions.h"
 #include "fs/work_queue.h"
 #include "storage/blob_store.h"
 
@@ -94,7 +95,7 @@ class FileData {
   Status Truncate(uint64_t ino, uint64_t size);
   // fallocate(2) mode 0 as a size change; other modes are not supported.
   Status Fallocate(uint64_t ino, int mode, uint64_t offset, uint64_t length);
-  // Size and mtime of an open file with changes the entry does not show yet.
+  // Size and mtime of a file open on this mount (they win over the entry's).
   bool OverrideAttr(uint64_t ino, Attr* attr);
   // The file's name is gone: its blob is deleted now or after the last close.
   void Unlinked(uint64_t ino, const std::string& blob);
@@ -133,6 +134,7 @@ class FileData {
     bool journaled = false;
     uint64_t journaled_size = 0;
     bool entity_stale = false;   // committed, but the entry merge failed
+    int64_t merged_ctime = 0;    // ctime of this mount's last entry merge (0 = none)
     bool busy = false;           // a commit or truncate runs: writers and readers wait
     bool served = false;         // data of this version reached a reader or writer
     std::set<uint64_t> fetching;
@@ -213,8 +215,7 @@ class FileData {
   FileDataOptions options_;
   std::mutex mu_;  // guards files_; taken before any OpenFile::mu
   std::map<uint64_t, FilePtr> files_;
-  std::mutex etag_mu_;  // a leaf lock
-  std::map<uint64_t, std::string> last_etag_;  // GUARDED_BY(etag_mu_): version seen at the last open/commit
+  RecentVersions recent_;  // files closed lately: version and committed attributes
   std::atomic<uint64_t> blob_requests_{0};
   // Last members: destroyed first, so no task outlives what it uses.
   WorkQueue fetches_;
