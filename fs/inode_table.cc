@@ -1,6 +1,7 @@
 #include "fs/inode_table.h"
 
 #include "fs/attr.h"
+#include "storage/utf8.h"
 
 namespace stampfs {
 
@@ -96,17 +97,29 @@ std::string ParentPath(const std::string& path) {
   return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
 }
 
+// U+F000 + b in UTF-8 (the private-use mapping of Services for Macintosh).
+static void AppendPrivateUse(unsigned char b, std::string* out) {
+  const char32_t cp = 0xF000 + b;
+  out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+  out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+  out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+}
+
 std::string BlobNameFor(const std::string& path) {
-  // The Blob service turns '\' into '/' in names: a file "a\b" would land in
-  // "a/b". It is stored as U+F05C instead (the private-use mapping of
-  // Services for Macintosh), which other tools show as one character.
+  // Blob names are UTF-8 and the service reads '\' as '/': a file "a\b"
+  // would land in "a/b". '\' and every byte that is not valid UTF-8 are
+  // stored as U+F000 + byte, which other tools show as one character.
   std::string out;
   out.reserve(path.size());
-  for (size_t i = 1; i < path.size(); ++i) {
-    if (path[i] == '\\') {
-      out += "\xEF\x81\x9C";
+  for (size_t i = 1; i < path.size();) {
+    char32_t cp;
+    size_t len = DecodeUtf8(path, i, &cp);
+    if (len == 0 || path[i] == '\\') {
+      AppendPrivateUse(static_cast<unsigned char>(path[i]), &out);
+      i += 1;
     } else {
-      out += path[i];
+      out.append(path, i, len);
+      i += len;
     }
   }
   return out;

@@ -54,7 +54,7 @@ std::string JoinPath(const std::string& dir, const std::string& name);
 // The parent directory of a path ("/a/b" -> "/a", "/a" -> "/").
 std::string ParentPath(const std::string& path);
 // The blob holding a file's data: the path without its leading '/', with
-// '\' stored as U+F05C (the service would read it as '/').
+// '\' and bytes that are not UTF-8 stored as U+F000 + byte.
 std::string BlobNameFor(const std::string& path);
 
 }  // namespace stampfs

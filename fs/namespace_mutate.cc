@@ -332,6 +332,11 @@ Status Namespace::ChangeXattrs(uint64_t ino, const std::function<Status(XattrMap
 
 Status Namespace::SetXattr(uint64_t ino, const std::string& name, const std::string& value,
                            int flags) {
+  // POSIX ACLs would have to change the mode as well; refusing them makes
+  // cp -a, tar and rsync fall back to chmod.
+  if (name.rfind("system.posix_acl_", 0) == 0) {
+    return Status(Code::kNotSupported, "POSIX ACLs are not supported");
+  }
   return ChangeXattrs(ino, [&](XattrMap* map) -> Status {
     bool exists = map->count(name) != 0;
     if ((flags & kXattrCreate) && exists) return Status(Code::kAlreadyExists, name);

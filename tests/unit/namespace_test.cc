@@ -373,6 +373,8 @@ TEST_F(NamespaceTest, XattrsAreStoredInTheEntryWithCreateAndReplaceFlags) {
   EXPECT_TRUE(m.ns->ListXattr(f->ino)->empty());
   EXPECT_EQ(m.ns->SetXattr(f->ino, "user.big", std::string(70000, 'x'), 0).code(),
             Code::kTooLarge);
+  EXPECT_EQ(m.ns->SetXattr(f->ino, "system.posix_acl_access", "x", 0).code(),
+            Code::kNotSupported);
 }
 
 TEST_F(NamespaceTest, ReadOnlyMountRefusesChanges) {
@@ -399,6 +401,19 @@ TEST(BlobNames, BackslashIsStoredAsAPrivateUseCharacterNotASeparator) {
   EXPECT_EQ(BlobNameFor("/d/a.txt"), "d/a.txt");
   EXPECT_EQ(BlobNameFor("/d/back\\slash"), "d/back\xEF\x81\x9Cslash");
   EXPECT_NE(BlobNameFor("/d/back\\slash"), BlobNameFor("/d/back/slash"));
+  // Bytes that are not UTF-8 map one to one; valid UTF-8 stays as it is.
+  EXPECT_EQ(BlobNameFor("/x\xff\xfe"), "x\xEF\x83\xBF\xEF\x83\xBE");
+  EXPECT_EQ(BlobNameFor("/caf\xC3\xA9"), "caf\xC3\xA9");
+}
+
+TEST_F(NamespaceTest, FilesWithNamesThatAreNotUtf8CanBeCreated) {
+  Mount m = NewMount();
+  auto f = m.ns->Create(kRootIno, "\xff\xfe", 0644, 0, 0);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto listing = NewMount().ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->size(), 1u);
+  EXPECT_EQ((*listing)[0].name, "\xff\xfe");
 }
 
 }  // namespace
