@@ -290,8 +290,10 @@ void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob) {
 }
 
 // Records (or updates) the journal row naming this file's uncommitted data.
+// An unlinked file's data has nowhere to go: it is not journaled.
 // REQUIRES: f.mu held, f.dirty.
 Status FileData::Journal(OpenFile& f) {
+  if (!f.delete_on_close.empty()) return Status::Ok();
   JournalRecord r;
   r.ino = f.ino;
   r.path = f.path;

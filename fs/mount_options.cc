@@ -171,6 +171,7 @@ Result<uint64_t> ParseByteSize(const std::string& key, const std::string& value)
     if (shift >= 0) ++end;
   }
   if (value.empty() || value[0] == '-' || errno != 0 || end == nullptr || *end != '\0' ||
+      value[0] < '0' || value[0] > '9' ||
       shift < 0 || (shift > 0 && v > (~0ull >> shift))) {
     return Status(Code::kInvalidArgument,
                   "option " + key + "=" + value + ": expected a size such as 512M or 2G");

@@ -36,6 +36,14 @@ blob_is() {
 }
 
 now() { date +%s.%N; }
+# Peak resident memory of the daemon of $M, in MiB.
+peak_rss_mib() { awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/${E2E_PID[$M]}/status"; }
+rss_bounded() {
+  local rss
+  rss=$(peak_rss_mib)
+  echo "peak RSS ${rss} MiB"
+  ((rss > 0 && rss <= 256))
+}
 mibps() { awk -v b="$1" -v t0="$2" -v t1="$3" 'BEGIN { printf "%.1f", b / 1048576 / (t1 - t0) }'; }
 
 # kill -9 of the daemon of $M; the dead mount is detached.
@@ -69,12 +77,14 @@ check_eq "size of the 300 MiB file" $((300 * 1024 * 1024)) stat -c %s "$M/big"
 for f in zero one block blockplus big; do
   E2E_TIMEOUT=300 check "blob $f is byte-identical (storage client)" blob_is "$f" "$L/$f"
 done
+check "the daemon's peak RSS after writing 300 MiB is at most 256 MiB" rss_bounded
 
 e2e_remount fresh
 t0=$(now)
 E2E_TIMEOUT=300 check "cold read of 300 MiB" eval "cat '$M/big' >/dev/null"
 t1=$(now)
 MOUNT_READ=$(mibps $((300 * 1024 * 1024)) "$t0" "$t1")
+check "the daemon's peak RSS after reading 300 MiB is at most 256 MiB" rss_bounded
 for f in zero one block blockplus big; do
   E2E_TIMEOUT=300 check "$f after a remount with an empty cache" same_sum "$L/$f" "$M/$f"
 done
