@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <string_view>
 
 #include "fs/attr.h"
 #include "fs/inode_table.h"
@@ -15,6 +16,8 @@
 namespace stampfs {
 
 namespace {
+
+constexpr std::string_view kBackslashInBlob = "\xEF\x81\x9C";  // U+F05C
 
 std::string Lower(std::string s) {
   for (char& c : s) {
@@ -54,12 +57,24 @@ std::string ComponentProblem(const std::string& component) {
   return "";
 }
 
+// A blob name's components as file names: U+F05C is '\' (fs/inode_table.h,
+// BlobNameFor: the Blob service would read a '\' as '/').
 std::vector<std::string> Split(const std::string& name) {
   std::vector<std::string> out;
   size_t start = 0;
   for (;;) {
     size_t slash = name.find('/', start);
-    out.push_back(name.substr(start, slash - start));
+    const std::string part = name.substr(start, slash - start);
+    std::string decoded;
+    for (size_t i = 0; i < part.size();) {
+      if (part.compare(i, kBackslashInBlob.size(), kBackslashInBlob) == 0) {
+        decoded += '\\';
+        i += kBackslashInBlob.size();
+      } else {
+        decoded += part[i++];
+      }
+    }
+    out.push_back(std::move(decoded));
     if (slash == std::string::npos) return out;
     start = slash + 1;
   }
@@ -300,7 +315,9 @@ bool IsDirectoryMarker(const BlobItem& b) {
 std::string MarkerPath(const BlobItem& b) {
   std::string name = b.name;
   if (!name.empty() && name.back() == '/') name.pop_back();
-  return "/" + name;
+  std::string path;
+  for (const std::string& part : Split(name)) path += "/" + part;
+  return path;
 }
 
 BlobTree BuildBlobTree(const std::vector<BlobItem>& blobs, std::vector<ImportProblem>* problems) {

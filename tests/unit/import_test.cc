@@ -13,6 +13,7 @@
 #include <set>
 
 #include "fs/attr.h"
+#include "fs/inode_table.h"
 #include "fs/namespace.h"
 #include "fs/table_scan.h"
 #include "storage/fakes.h"
@@ -292,6 +293,19 @@ TEST_F(ImportTest, EscapedAndHashedNamesRoundTrip) {
   ASSERT_TRUE(dot.ok());
   ASSERT_NE(dot->GetBinary("path"), nullptr);
   EXPECT_EQ(dot->GetBinary("path")->bytes, deep_dir);
+}
+
+TEST_F(ImportTest, PrivateUseBackslashInBlobNamesIsABackslashInFileNames) {
+  const std::string bs = "\xEF\x81\x9C";  // U+F05C: how stampfs stores a backslash in blob names
+  PutBlob("dir" + bs + "x/back" + bs + "slash", "b");
+  PutBlob("mark" + bs + "er/", "");
+  ImportReport r = Import();
+  ASSERT_TRUE(r.clean());
+  EXPECT_EQ(MountedTree(), (std::vector<std::string>{"/dir\\x d", "/dir\\x/back\\slash f 1",
+                                                      "/mark\\er d"}));
+  auto e = Entry("/dir\\x", "back\\slash");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(*e->GetString("blob"), BlobNameFor("/dir\\x/back\\slash"));
 }
 
 TEST_F(ImportTest, RerunChangesNothing) {
