@@ -87,9 +87,10 @@ class ProgressLine {
   void Update(const ImportProgress& p) {
     if (!tty_) return;
     const auto now = Clock::now();
+    const double secs = std::chrono::duration<double>(now - start_).count();
+    if (p.phase == ImportProgress::Phase::kWriting && writing_start_ == 0) writing_start_ = secs;
     if (now - last_ < std::chrono::milliseconds(100)) return;
     last_ = now;
-    const double secs = std::chrono::duration<double>(now - start_).count();
     char line[160];
     switch (p.phase) {
       case ImportProgress::Phase::kListing:
@@ -101,7 +102,6 @@ class ProgressLine {
                       static_cast<unsigned long long>(p.rows_read));
         break;
       case ImportProgress::Phase::kWriting:
-        if (writing_start_ == 0) writing_start_ = secs;
         std::snprintf(line, sizeof line, "writing: %llu of %llu entries (%.0f/s)",
                       static_cast<unsigned long long>(p.ops_written),
                       static_cast<unsigned long long>(p.ops_total),

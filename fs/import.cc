@@ -112,6 +112,7 @@ Status Importer::MarkImport(const std::string& state, const ImportReport* report
 // partition failed is not entered in its parent, so a failure never leaves an
 // entry without its "." row; running the import again finishes it.
 void Importer::Write(ImportPlan& plan, ImportReport* report) {
+  Report(ImportProgress::Phase::kWriting);  // the rate counts from here
   for (DirWork* w : DeepestFirst(&plan)) {
     if (w->blocked) continue;
     std::vector<const PendingWrite*> writes;
