@@ -97,6 +97,8 @@ class FileData {
   Status Fallocate(uint64_t ino, int mode, uint64_t offset, uint64_t length);
   // Size and mtime of a file open on this mount (they win over the entry's).
   bool OverrideAttr(uint64_t ino, Attr* attr);
+  // utimens on an open file: the time the next commit writes.
+  void SetMtime(uint64_t ino, int64_t mtime_ns);
   // The file's name is gone: its blob is deleted now or after the last close.
   void Unlinked(uint64_t ino, const std::string& blob);
   void DeleteBlobWhenUnused(uint64_t ino, const std::string& blob);

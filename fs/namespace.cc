@@ -99,11 +99,21 @@ Result<Namespace::Located> Namespace::Locate(uint64_t parent, const std::string&
   return Located{*dir, name, JoinPath(*dir, name)};
 }
 
-Result<std::string> Namespace::FetchDotEtag(const std::string& pk) {
+Result<Entity> Namespace::FetchDot(const std::string& pk) {
   table_requests++;
-  auto dot = table_.Get(options_.table, pk, kDotRowKey);
-  STAMPFS_RETURN_IF_ERROR(dot);
-  return dot->etag;
+  return table_.Get(options_.table, pk, kDotRowKey);
+}
+
+// A directory's mtime/ctime move with its entries: every transaction on its
+// partition stamps "touched" on its "." row. Shown when it is newer than the
+// last change of the directory's own entry (a later utimens wins).
+Attr Namespace::WithDirectoryTimes(const std::string& path, Attr attr) {
+  if (!attr.IsDir() || !cache_) return attr;
+  auto dot = cache_->GetEntry(PartitionKeyForDirectory(path), kDotRowKey);
+  if (!dot) return attr;
+  int64_t touched = dot->entity.GetInt64("touched");
+  if (touched > attr.ctime_ns) attr.mtime_ns = attr.ctime_ns = touched;
+  return attr;
 }
 
 // Listing protocol: read the "." ETag first, then the partition. A change made
@@ -112,16 +122,16 @@ Result<std::string> Namespace::FetchDotEtag(const std::string& pk) {
 // listing exact for an ETag it does not match.
 Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path) {
   const std::string pk = PartitionKeyForDirectory(dir_path);
-  std::optional<std::string> dot;
+  std::optional<Entity> dot;
   if (cache_) {
     auto gen = cache_->GetGeneration(pk);
     if (gen && gen->complete) {
       bool fresh = NowMs() - gen->validated_ms < options_.ttl_ms;
       if (!fresh) {
-        auto current = FetchDotEtag(pk);
+        auto current = FetchDot(pk);
         STAMPFS_RETURN_IF_ERROR(current);
         dot = *current;
-        if (*dot == gen->dot_etag) {
+        if (dot->etag == gen->dot_etag) {
           gen->validated_ms = NowMs();
           cache_->SetGeneration(pk, *gen).PermitUnchecked();
           fresh = true;
@@ -129,13 +139,15 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path)
       }
       if (fresh) {
         std::vector<Entity> out;
-        for (auto& ce : cache_->ListEntries(pk)) out.push_back(std::move(ce.entity));
+        for (auto& ce : cache_->ListEntries(pk)) {
+          if (ce.entity.row_key != kDotRowKey) out.push_back(std::move(ce.entity));
+        }
         return out;
       }
     }
   }
   if (!dot) {
-    auto current = FetchDotEtag(pk);
+    auto current = FetchDot(pk);
     STAMPFS_RETURN_IF_ERROR(current);
     dot = *current;
   }
@@ -153,7 +165,11 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path)
     npk = page->next_partition_key;
     nrk = page->next_row_key;
   } while (!npk.empty() || !nrk.empty());
-  if (cache_) cache_->PutListing(pk, entries, *dot, NowMs()).PermitUnchecked();
+  if (cache_) {
+    entries.push_back(*dot);  // cached with the listing, for the directory's times
+    cache_->PutListing(pk, entries, dot->etag, NowMs()).PermitUnchecked();
+    entries.pop_back();
+  }
   return entries;
 }
 
@@ -233,6 +249,8 @@ Result<BatchResult> Namespace::CommitInDirectory(const std::string& dir_path,
             cache_->PutEntry(stored, NowMs()).PermitUnchecked();
           }
         }
+        dot.etag = r->etags.back();
+        cache_->PutEntry(dot, NowMs()).PermitUnchecked();
         if (exact) {
           cache_->SetGeneration(pk, {r->etags.back(), true, NowMs()}).PermitUnchecked();
         } else {
@@ -267,7 +285,7 @@ Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
   auto attr = AttrFromEntity(*e);
   STAMPFS_RETURN_IF_ERROR(attr);
   inodes_.Remember(attr->ino, parent, name, attr->IsDir());
-  return attr;
+  return WithDirectoryTimes(loc->path, *attr);
 }
 
 void Namespace::Remember(uint64_t parent, const DirEntry& entry) {
@@ -277,9 +295,12 @@ void Namespace::Remember(uint64_t parent, const DirEntry& entry) {
 void Namespace::Forget(uint64_t ino, uint64_t nlookup) { inodes_.Forget(ino, nlookup); }
 
 Result<Attr> Namespace::GetAttr(uint64_t ino) {
-  auto e = FetchEntryOf(ino, nullptr, false);
+  std::string path;
+  auto e = FetchEntryOf(ino, &path, false);
   STAMPFS_RETURN_IF_ERROR(e);
-  return AttrFromEntity(*e);
+  auto attr = AttrFromEntity(*e);
+  STAMPFS_RETURN_IF_ERROR(attr);
+  return WithDirectoryTimes(path, *attr);
 }
 
 Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
@@ -293,7 +314,7 @@ Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
     auto name = NameOfEntry(e);
     auto attr = AttrFromEntity(e);
     if (!name.ok() || !attr.ok()) continue;  // not ours (fsck reports it)
-    out.push_back({*name, *attr});
+    out.push_back({*name, WithDirectoryTimes(JoinPath(*path, *name), *attr)});
   }
   return out;
 }

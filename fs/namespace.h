@@ -138,7 +138,8 @@ class Namespace {
   Result<Entity> FetchEntry(const std::string& dir_path, const std::string& name, bool fresh);
   Result<Entity> FetchEntryOf(uint64_t ino, std::string* path, bool fresh);
   Result<std::vector<Entity>> FetchListing(const std::string& dir_path);
-  Result<std::string> FetchDotEtag(const std::string& pk);
+  Result<Entity> FetchDot(const std::string& pk);
+  Attr WithDirectoryTimes(const std::string& path, Attr attr);
   Result<BatchResult> CommitInDirectory(const std::string& dir_path,
                                         std::vector<TableOperation> ops, BatchError* error);
   Result<Entity> MergeEntry(uint64_t ino, const std::function<Status(Entity*)>& change);

@@ -101,6 +101,20 @@ TEST_F(NamespaceTest, EveryEntryChangeChangesTheDirectoryDotEtag) {
   EXPECT_NE(after_create, Row("/a", ".")->etag);
 }
 
+TEST_F(NamespaceTest, DirectoryMtimeMovesWithItsEntriesAndALaterUtimensWins) {
+  Mount m = NewMount();
+  auto d = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(d.ok());
+  SetAttrRequest old_times;
+  old_times.mtime_ns = 978307200LL * 1000000000;  // 2001-01-01
+  ASSERT_TRUE(m.ns->SetAttr(d->ino, old_times).ok());
+  EXPECT_EQ(m.ns->GetAttr(d->ino)->mtime_ns, *old_times.mtime_ns);
+  ASSERT_TRUE(m.ns->Create(d->ino, "new", 0644, 0, 0).ok());
+  EXPECT_GT(m.ns->GetAttr(d->ino)->mtime_ns, *old_times.mtime_ns);
+  ASSERT_TRUE(m.ns->SetAttr(d->ino, old_times).ok());
+  EXPECT_EQ(m.ns->GetAttr(d->ino)->mtime_ns, *old_times.mtime_ns);
+}
+
 TEST_F(NamespaceTest, NamesOver255BytesAreRefusedAnd255ByteNamesRoundTrip) {
   Mount m = NewMount();
   EXPECT_EQ(m.ns->Create(kRootIno, std::string(256, 'n'), 0644, 0, 0).status().code(),
