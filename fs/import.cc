@@ -123,12 +123,15 @@ void Importer::Write(ImportPlan& plan, ImportReport* report) {
     if (writes.empty() && !w->write_dot) continue;
     const Condition dot_condition = w->write_dot ? Condition::None() : Condition::IfMatch("*");
     const uint64_t dot_ino = w->write_dot ? w->ino : 0;
+    // A new directory shows its own mtime, not the time of the import (its
+    // "." row's "touched" is the time of the last change of its entries).
+    const int64_t touched = w->write_dot ? w->mtime_ns : 0;
     size_t start = 0;
     do {
       const size_t end = std::min(writes.size(), start + kEntriesPerBatch);
       std::vector<TableOperation> ops;
       for (size_t i = start; i < end; ++i) ops.push_back(OperationFor(*writes[i], plan));
-      ops.push_back(TouchDirectory(w->path, dot_condition, dot_ino));
+      ops.push_back(TouchDirectory(w->path, dot_condition, dot_ino, touched));
       Status s = ExecuteInBatches(table_, options_.table, ops);
       if (!s.ok()) {
         w->failed = true;

@@ -252,6 +252,7 @@ class DirPlanner {
       plan_->new_inodes++;
     }
     Attr a = AttrsFor(node.marker, true, in_.options, in_.now_ns);
+    child.mtime_ns = a.mtime_ns;
     w.writes.push_back({PendingWrite::Kind::kInsertDir, NewEntry(dir, name, a), "", path, path});
     plan_->total_writes++;
   }

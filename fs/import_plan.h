@@ -56,6 +56,7 @@ struct PendingWrite {
 struct DirWork {
   std::string path;
   uint64_t ino = 0;       // 0 until AssignInodes when the directory is new
+  int64_t mtime_ns = 0;   // a new directory's mtime, kept as its "." row's "touched"
   bool write_dot = false;  // the "." row is missing: create it (with ino)
   bool blocked = false;    // the table holds a non-directory at or above this path
   std::string blocked_reason;

@@ -134,10 +134,10 @@ Entity DirectoryRow(const std::string& dir_path, uint64_t ino) {
 }
 
 TableOperation TouchDirectory(const std::string& dir_path, const Condition& condition,
-                              uint64_t ino) {
+                              uint64_t ino, int64_t touched_ns) {
   Entity dot = ino > 0 ? DirectoryRow(dir_path, ino)
                        : Entity{PartitionKeyForDirectory(dir_path), kDotRowKey, {}, {}};
-  dot.properties["touched"] = NowNs();
+  dot.properties["touched"] = touched_ns != 0 ? touched_ns : NowNs();
   return TableOperation::Merge(std::move(dot), condition);
 }
 

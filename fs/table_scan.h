@@ -70,9 +70,9 @@ Result<uint64_t> ReserveInodes(TableStore& store, const std::string& table, uint
 // The "." row of a directory with inode `ino`.
 Entity DirectoryRow(const std::string& dir_path, uint64_t ino);
 // The merge of a directory's "." row that ends a change to its entries (its
-// ETag changes). `ino` > 0 also writes the row's ino and path, so with
-// Condition::None() it creates a missing row.
+// ETag changes; "touched" = `touched_ns`, 0 for now). `ino` > 0 also writes
+// the row's ino and path, so with Condition::None() it creates a missing row.
 TableOperation TouchDirectory(const std::string& dir_path, const Condition& condition,
-                              uint64_t ino = 0);
+                              uint64_t ino = 0, int64_t touched_ns = 0);
 
 }  // namespace stampfs

@@ -178,6 +178,7 @@ TEST_F(ImportTest, NestedNamesBecomeDirectoriesWithDotRows) {
   auto b = Entry("/a", "b");
   ASSERT_TRUE(a.ok() && dot.ok() && b.ok());
   EXPECT_EQ(dot->GetInt64("ino"), b->GetInt64("ino"));
+  EXPECT_EQ(dot->GetInt64("touched"), int64_t{1700000000} * 1000000000);  // implicit: import time
   auto c = Entry("/a/b", "c.txt");
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(*c->GetString("blob"), "a/b/c.txt");
@@ -216,7 +217,14 @@ TEST_F(ImportTest, BlobfuseMarkersAndSlashMarkersBecomeDirectories) {
   EXPECT_EQ(MountedTree(), (std::vector<std::string>{"/empty d", "/plain-empty f 0", "/slash d",
                                                       "/withkids d", "/withkids/k.txt f 2"}));
   auto dot = table_->Get(kTable, PartitionKeyForDirectory("/empty"), ".");
-  EXPECT_TRUE(dot.ok());
+  ASSERT_TRUE(dot.ok());
+  // A directory's times follow its "." row's "touched": a new one keeps its own mtime.
+  auto marker = blobs_->GetProperties(kContainer, "empty");
+  ASSERT_TRUE(marker.ok());
+  EXPECT_EQ(dot->GetInt64("touched"), marker->last_modified * 1000000000LL);
+  auto entry = Entry("/", "empty");
+  ASSERT_TRUE(entry.ok());
+  EXPECT_EQ(entry->GetInt64("mtime"), marker->last_modified * 1000000000LL);
 }
 
 TEST_F(ImportTest, StampfsMetadataRestoresAttributesElseDefaults) {
