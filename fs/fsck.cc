@@ -72,7 +72,7 @@ Status Fsck::Load() {
   if (s.Is(Code::kNotFound)) {
     return Status(Code::kNotFound, "container " + options_.container + " does not exist");
   }
-  STAMPFS_RETURN_IF_ERROR(s.WithContext("container " + options_.container));
+  STAMPFS_RETURN_IF_ERROR(s);
   auto scan = ScanTable(table_, options_.table);
   if (scan.status().Is(Code::kNotFound)) {
     return Status(Code::kNotFound, "table " + options_.table +

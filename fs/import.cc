@@ -73,7 +73,7 @@ Status Importer::EnsureFilesystem() {
   if (s.Is(Code::kNotFound)) {
     return Status(Code::kNotFound, "container " + options_.container + " does not exist");
   }
-  STAMPFS_RETURN_IF_ERROR(s.WithContext("container " + options_.container));
+  STAMPFS_RETURN_IF_ERROR(s);
   NamespaceOptions nso;
   nso.container = options_.container;
   nso.table = options_.table;

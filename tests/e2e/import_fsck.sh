@@ -161,6 +161,14 @@ check_eq "the file written through the mount survived" "new" cat "$M/docs/new.tx
 e2e_unmount
 check "fsck of a container that does not exist: exit 2" \
   expect_status 2 "container nosuch-$$-container does not exist" -- stampfs fsck "nosuch-$$-container"
+unreachable() {
+  AZURE_STORAGE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=nobody;AccountKey=AAAA;BlobEndpoint=http://127.0.0.1:9/nobody;TableEndpoint=http://127.0.0.1:9/nobody" \
+    "$@"
+}
+check "fsck with an unreachable endpoint: exit 2" \
+  expect_status 2 "Transport: .*127.0.0.1 port 9" -- unreachable stampfs fsck "$C"
+check "import with an unreachable endpoint: exit 2" \
+  expect_status 2 "Transport: .*127.0.0.1 port 9" -- unreachable stampfs import "$C"
 
 # ---------------------------------------------------------------------------
 section "a first mount of a filled container imports by itself"
