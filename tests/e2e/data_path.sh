@@ -179,7 +179,8 @@ mkdir -p "$SRC/modes" && echo x >"$SRC/modes/ro" && chmod 0444 "$SRC/modes/ro" &
 E2E_TIMEOUT=300 check "rsync -a into the mount" rsync -a "$SRC/" "$M/rs/"
 E2E_TIMEOUT=300 check "rsync -a back out" rsync -a "$M/rs/" "$E2E_TMP/back/"
 check "diff -r source and round trip" diff -r "$SRC" "$E2E_TMP/back"
-check "an rsync again transfers nothing" eval "[[ -z \$(rsync -ai '$SRC/' '$M/rs/') ]]"
+# Files only: directory times are the namespace's (tests/e2e/namespace.sh).
+check "an rsync again transfers no file" eval "[[ -z \$(rsync -ai '$SRC/' '$M/rs/' | grep -v '^\.d') ]]"
 
 # ---------------------------------------------------------------------------
 section "tar x of many small files"
