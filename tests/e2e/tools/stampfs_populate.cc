@@ -9,8 +9,11 @@
 //       hdi_isfolder=true, as blobfuse makes them (a raw request: the client
 //       refuses '_' in metadata names, see AZURE-PROTOCOL.md §1.1 quirk 3)
 //   stampfs_populate many CONTAINER PREFIX COUNT [THREADS]
-//       COUNT blobs PREFIX/f00000... each holding its own name and a newline,
-//       uploaded by THREADS threads (default 16)
+//       COUNT blobs PREFIX/f00000..., uploaded by THREADS threads (default
+//       16). Every 50th holds its own name and a newline; the others are
+//       empty, committed from an empty block list: that stores no extent, and
+//       Azurite's in-memory store stalls for minutes collecting thousands of
+//       extents once the container is deleted.
 //   stampfs_populate delete CONTAINER NAME       deletes a blob
 //   stampfs_populate delete-row CONTAINER PK RK  deletes a table row
 //   stampfs_populate set-string CONTAINER PK RK PROPERTY VALUE
@@ -98,8 +101,10 @@ int Many(const StorageAccount& account, const std::vector<std::string>& a) {
       for (int i = next++; i < count && failures == 0; i = next++) {
         char leaf[16];
         std::snprintf(leaf, sizeof leaf, "f%05d", i);
-        auto r = blobs->PutString(a[0], a[1] + "/" + leaf, std::string(leaf) + "\n", {},
-                                  Condition::None());
+        const std::string name = a[1] + "/" + leaf;
+        auto r = i % 50 == 0
+                     ? blobs->PutString(a[0], name, std::string(leaf) + "\n", {}, Condition::None())
+                     : blobs->PutBlockList(a[0], name, {}, {}, Condition::None());
         if (!r.ok()) {
           if (failures++ == 0) Fail(std::string("put ") + leaf, r.status());
         }
