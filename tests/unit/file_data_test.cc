@@ -441,6 +441,56 @@ TEST_F(FileDataTest, AWriterLargerThanTheCacheCommitsCheckpointsInsteadOfFailing
   EXPECT_GE(plan_->calls("PutBlockList"), 2) << "checkpoints";
 }
 
+TEST_F(FileDataTest, ARenameWhileOpenCommitsToTheNewBlobWithStagedBlocksRestaged) {
+  Mount m = NewMount("a");
+  std::string content = Pattern(6 * kBlock, 15);
+  Commit(m, "old", content);
+  uint64_t ino = OpenExisting(m, "old");
+  const std::string patch = Pattern(2 * kBlock, 16);
+  const int staged = plan_->calls("PutBlock");
+  Write(m, ino, patch, kBlock);  // completes blocks 1 and 2: staged on "old" in the background
+  EXPECT_TRUE(Eventually([&] { return plan_->calls("PutBlock") == staged + 2; }));
+  ASSERT_TRUE(m.ns->Rename(kRootIno, "old", kRootIno, "new", 0).ok());
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_GE(plan_->calls("PutBlock"), staged + 4) << "blocks staged on the old name are staged again";
+  content.replace(kBlock, patch.size(), patch);
+  EXPECT_EQ(Blob("new"), content);
+  EXPECT_FALSE(raw_blobs_->GetProperties(kContainer, "old").ok()) << "the old name's blob is gone";
+  auto st = m.ns->GetFile(ino, true);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->blob_etag, raw_blobs_->GetProperties(kContainer, "new")->etag);
+  EXPECT_EQ(st->attr.size, content.size());
+}
+
+TEST_F(FileDataTest, AConflictCopyLandsInTheFilesOwnDirectory) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  auto dir = a.ns->Mkdir(kRootIno, "sub", 0755, 0, 0);
+  ASSERT_TRUE(dir.ok());
+  auto created = a.ns->Create(dir->ino, "f", 0600, 0, 0);
+  ASSERT_TRUE(created.ok());
+  ASSERT_TRUE(a.data->Open(created->ino, OpenFlags{true, true, true}).ok());
+  Write(a, created->ino, "from a", 0);
+  auto bdir = b.ns->Lookup(kRootIno, "sub");
+  ASSERT_TRUE(bdir.ok());
+  auto bf = b.ns->Lookup(bdir->ino, "f");
+  ASSERT_TRUE(bf.ok());
+  ASSERT_TRUE(b.data->Open(bf->ino, OpenFlags{false, false, true}).ok());
+  Write(b, bf->ino, "from b", 0);
+  ASSERT_TRUE(b.data->Release(bf->ino).ok()) << "both were new: the first commit wins";
+  EXPECT_TRUE(a.data->Release(created->ino).Is(Code::kPreconditionFailed));
+  EXPECT_EQ(Blob("sub/f"), "from b");
+  auto listing = a.ns->ReadDir(dir->ino);
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->size(), 2u);
+  for (const DirEntry& e : *listing) {
+    if (e.name == "f") continue;
+    EXPECT_EQ(e.name.rfind("f.conflict-testhost-", 0), 0u) << e.name;
+    EXPECT_EQ(Blob("sub/" + e.name), "from a");
+    EXPECT_EQ(e.attr.mode & 07777, 0600u) << "the copy keeps the file's mode";
+  }
+}
+
 TEST_F(FileDataTest, TheJournalReplaysWritesAfterASimulatedCrash) {
   const std::string v1 = Pattern(4 * kBlock, 13);
   const std::string fresh = Pattern(3 * kBlock + 77, 14);
