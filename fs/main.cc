@@ -175,7 +175,9 @@ int Mount(const std::vector<std::string>& args) {
                   HintFor(imported) + "; run stampfs import " + o.container);
     }
   }
-  auto block_cache = BlockCache::Open(o.cache_dir + "/blocks", o.cache_size);
+  // Per container: a journal must never be replayed into another container
+  // that shares the cache directory.
+  auto block_cache = BlockCache::Open(o.cache_dir + "/blocks/" + o.container, o.cache_size);
   if (!block_cache.ok()) return Fail(block_cache.status().ToString());
   FileDataOptions fdo;
   fdo.container = o.container;
