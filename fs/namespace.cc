@@ -120,8 +120,12 @@ Attr Namespace::WithDirectoryTimes(const std::string& path, Attr attr) {
 // while the pages are read changes "." after the ETag we record, so the next
 // revalidation sees a different ETag and lists again: the cache never claims a
 // listing exact for an ETag it does not match.
+//
+// Holds the directory's stripe: a listing read before a concurrent commit in
+// this mount must not overwrite the newer state that commit cached.
 Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path) {
   const std::string pk = PartitionKeyForDirectory(dir_path);
+  std::lock_guard<std::mutex> lock(StripeFor(dir_path));
   std::optional<Entity> dot;
   if (cache_) {
     auto gen = cache_->GetGeneration(pk);
