@@ -288,12 +288,14 @@ Result<std::string> FileData::SaveConflictCopy(const FilePtr& fp, Lock& lock,
   STAMPFS_RETURN_IF_ERROR(created);
   const std::string copy_path = JoinPath(dir, name);
   auto cst = ns_.GetFile(created->ino, true);
-  Result<std::string> etag = cst.status();
   uint64_t lost = 0;
-  if (cst.ok()) etag = WriteBlob(fp, lock, cst->blob, Condition::IfNoneMatchAny(), false, &lost);
-  Status s = etag.status();
+  Status s = cst.status();
   if (s.ok()) {
-    s = ns_.CommitFile(created->ino, f.size, f.mtime_ns, *etag, f.layout.base()).status();
+    auto etag = WriteBlob(fp, lock, cst->blob, Condition::IfNoneMatchAny(), false, &lost);
+    s = etag.status();
+    if (s.ok()) {
+      s = ns_.CommitFile(created->ino, f.size, f.mtime_ns, *etag, f.layout.base()).status();
+    }
   }
   ns_.Forget(created->ino, 1);
   STAMPFS_RETURN_IF_ERROR(s.WithContext("conflict copy " + copy_path));
