@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "fs/log.h"
 #include "fs/names.h"
 #include "storage/table_keys.h"
 
@@ -317,7 +318,11 @@ Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
   for (const Entity& e : *entities) {
     auto name = NameOfEntry(e);
     auto attr = AttrFromEntity(e);
-    if (!name.ok() || !attr.ok()) continue;  // not ours (fsck reports it)
+    if (!name.ok() || !attr.ok()) {  // not ours (fsck reports it)
+      LogDebug("readdir " + *path + ": skipping row " + e.row_key + ": " +
+               (name.ok() ? attr.status() : name.status()).ToString());
+      continue;
+    }
     out.push_back({*name, WithDirectoryTimes(JoinPath(*path, *name), *attr)});
   }
   return out;
