@@ -136,12 +136,11 @@ Result<OpenResult> FileData::Open(uint64_t ino, OpenFlags flags) {
   const bool first = !f->loaded;
   if (first) {
     s = Load(*f, flags);
+    if (s.ok()) ns_.Pin(ino);  // until the file is unloaded
   } else {
     result.keep_cache = true;  // every open here shares this copy
   }
-  if (s.ok()) {
-    if (f->refs++ == 0) ns_.Pin(ino);
-  }
+  if (s.ok()) f->refs++;
   lock.unlock();
   Leave(f);
   if (!s.ok()) {
@@ -199,16 +198,25 @@ Status FileData::Release(uint64_t ino) {
   Lock lock(f->mu);
   if (!f->loaded || f->refs == 0) return Status::Ok();
   // close(2) flushed already; the last release commits whatever is left.
-  if (--f->refs > 0) return Status::Ok();
-  f->refs++;  // still open while committing
-  Status s = CommitLocked(f, lock);
-  f->refs--;
+  if (f->refs > 1) {
+    f->refs--;
+    return Status::Ok();
+  }
+  Status s = CommitLocked(f, lock);  // refs stays 1: an open meanwhile shares the file
+  if (--f->refs > 0) return s;
   WaitIdle(*f, lock);
-  if (!f->dirty) {
-    recent_.Put(ino, {f->base_etag, f->size, f->mtime_ns, f->merged_ctime});
+  if (f->dirty && !s.Is(Code::kPreconditionFailed)) {
+    // The service failed: the file stays loaded with its changes (opens here
+    // see them); the next close or fsync commits them, or the next mount
+    // replays them from the journal.
+    LogWarning(f->path + ": closed with changes not committed (" + s.ToString() +
+               "); they are kept and committed by the next close or fsync");
+    return s;
+  }
+  if (f->dirty) {
+    LogWarning(f->path + ": closed with changes that conflict; they stay in the cache journal");
   } else {
-    LogWarning(f->path + ": closed with changes that are not committed (" + s.ToString() +
-               "); they stay in the cache journal and are replayed at the next mount");
+    recent_.Put(ino, {f->base_etag, f->size, f->mtime_ns, f->merged_ctime});
   }
   std::string orphan = f->delete_on_close;
   Unload(*f);
@@ -276,13 +284,20 @@ void FileData::Unlinked(uint64_t ino, const std::string& blob) {
 
 void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob) {
   if (FilePtr f = Find(ino)) {
-    std::lock_guard<std::mutex> lock(f->mu);
-    if (f->loaded && f->refs > 0) {
-      f->delete_on_close = blob;
+    Lock lock(f->mu);
+    if (f->loaded) {
       f->dirty = false;  // its name is gone: nothing to commit
       cache_.ClearJournal(f->cache_id).PermitUnchecked();
       f->journaled = false;
-      return;
+      f->delete_on_close = blob;
+      if (f->refs > 0) return;  // deleted after the last close
+      // Kept loaded after a failed commit and unused: drop it now.
+      WaitIdle(*f, lock);
+      Unload(*f);
+      f->delete_on_close.clear();
+      lock.unlock();
+      EraseIfUnused(ino, f);
+      ns_.Unpin(ino);
     }
   }
   blob_requests_++;

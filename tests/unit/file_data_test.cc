@@ -251,6 +251,25 @@ TEST_F(FileDataTest, A503DuringPutBlockListIsSurfacedAndTheDataIsKeptForTheNextC
   EXPECT_TRUE(m.blocks->Journaled().empty());
 }
 
+TEST_F(FileDataTest, AFailedCloseKeepsTheChangesVisibleAndTheNextCloseCommitsThem) {
+  Mount m = NewMount("a");
+  const std::string content = Pattern(3 * kBlock, 17);
+  uint64_t ino = Create(m, "retry");
+  Write(m, ino, content, 0);
+  plan_->FailAlways(ServerBusy(), "PutBlockList");
+  EXPECT_TRUE(m.data->Release(ino).Is(Code::kThrottled));
+  plan_->Clear();
+  Attr attr;
+  EXPECT_TRUE(m.data->OverrideAttr(ino, &attr));
+  EXPECT_EQ(attr.size, content.size()) << "stat shows the uncommitted size";
+  auto reopened = m.data->Open(ino, OpenFlags{false, false, false});
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(ReadAll(m, ino, content.size()), content) << "an open here sees the changes";
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(Blob("retry"), content);
+  EXPECT_TRUE(m.blocks->Journaled().empty());
+}
+
 TEST_F(FileDataTest, A412OnCommitSavesAConflictCopyAndLeavesTheWinnerUntouched) {
   Mount a = NewMount("a");
   Mount b = NewMount("b");
