@@ -39,19 +39,22 @@ void WriteZeros(int fd, uint64_t offset, uint64_t length) {
 
 }  // namespace
 
-Result<std::unique_ptr<BlockCache>> BlockCache::Open(const std::string& dir, uint64_t capacity) {
+Result<std::unique_ptr<BlockCache>> BlockCache::Open(const std::string& dir, uint64_t capacity,
+                                                     uint64_t max_blocks) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status(Code::kInvalidArgument, "block cache " + dir + ": " + ec.message());
   auto index = BlockIndex::Open(dir + "/index.db");
   STAMPFS_RETURN_IF_ERROR(index);
-  std::unique_ptr<BlockCache> cache(new BlockCache(dir, capacity, std::move(*index)));
+  std::unique_ptr<BlockCache> cache(
+      new BlockCache(dir, capacity, max_blocks, std::move(*index)));
   STAMPFS_RETURN_IF_ERROR(cache->Load());
   return cache;
 }
 
-BlockCache::BlockCache(std::string dir, uint64_t capacity, std::unique_ptr<BlockIndex> index)
-    : dir_(std::move(dir)), capacity_(capacity), index_(std::move(index)) {}
+BlockCache::BlockCache(std::string dir, uint64_t capacity, uint64_t max_blocks,
+                       std::unique_ptr<BlockIndex> index)
+    : dir_(std::move(dir)), capacity_(capacity), max_blocks_(max_blocks), index_(std::move(index)) {}
 
 BlockCache::~BlockCache() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -353,6 +356,7 @@ void BlockCache::Touch(int64_t id, uint64_t k) {
 void BlockCache::Account(File& f, const Block& b, int sign) {
   const uint64_t n = b.row.extent;
   used_ = sign > 0 ? used_ + n : used_ - n;
+  blocks_ = sign > 0 ? blocks_ + 1 : blocks_ - 1;
   if (Uncommitted(b.row.state)) {
     uncommitted_ = sign > 0 ? uncommitted_ + n : uncommitted_ - n;
     f.uncommitted = sign > 0 ? f.uncommitted + n : f.uncommitted - n;
@@ -394,10 +398,10 @@ void BlockCache::Punch(File& f, const BlockRow& row) {
 // after a crash a row never names punched data.
 bool BlockCache::MakeRoom(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (used_ + bytes <= capacity_) return true;
+  if (!Full(bytes)) return true;
   std::vector<BlockRow> victims;
   std::set<int64_t> emptied;
-  for (auto it = lru_.begin(); it != lru_.end() && used_ + bytes > capacity_;) {
+  for (auto it = lru_.begin(); it != lru_.end() && Full(bytes);) {
     Key key = *it++;
     if (pins_.count(key)) continue;
     File* f = Find(key.first);
@@ -418,12 +422,19 @@ bool BlockCache::MakeRoom(uint64_t bytes) {
     }
   }
   for (int64_t id : emptied) RemoveFile(id);  // the data file goes whole
-  return used_ + bytes <= capacity_;
+  return !Full(bytes);
 }
 
 BlockCacheStats BlockCache::Stats() {
   std::lock_guard<std::mutex> lock(mu_);
-  return BlockCacheStats{capacity_, used_, uncommitted_, files_.size(), evicted_};
+  BlockCacheStats stats;
+  stats.capacity = capacity_;
+  stats.used = used_;
+  stats.blocks = blocks_;
+  stats.uncommitted = uncommitted_;
+  stats.files = files_.size();
+  stats.evicted = evicted_;
+  return stats;
 }
 
 Status BlockCache::SetJournal(int64_t id, const JournalRecord& record) {

@@ -49,6 +49,7 @@ struct CacheFileInfo {
 struct BlockCacheStats {
   uint64_t capacity = 0;
   uint64_t used = 0;         // bytes of cached blocks (extents)
+  uint64_t blocks = 0;       // cached blocks
   uint64_t uncommitted = 0;  // of which dirty or staged
   uint64_t files = 0;
   uint64_t evicted = 0;      // bytes evicted since open
@@ -57,7 +58,10 @@ struct BlockCacheStats {
 class BlockCache {
  public:
   // Creates DIR if missing; drops data files the index does not know.
-  static Result<std::unique_ptr<BlockCache>> Open(const std::string& dir, uint64_t capacity);
+  // `max_blocks` bounds the blocks held whatever their size (each costs
+  // memory for the in-memory index and often a small data file).
+  static Result<std::unique_ptr<BlockCache>> Open(const std::string& dir, uint64_t capacity,
+                                                  uint64_t max_blocks = 200000);
   ~BlockCache();
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
@@ -102,8 +106,9 @@ class BlockCache {
 
   // ---- space
   // Evicts unpinned clean blocks, least recently used first, until `bytes`
-  // more fit under the capacity. False when they do not fit (what is left is
-  // dirty, staged or pinned).
+  // more (in one more block) fit under the capacity and the block count
+  // limit. False when they do not fit (what is left is dirty, staged or
+  // pinned).
   bool MakeRoom(uint64_t bytes);
   BlockCacheStats Stats();
 
@@ -128,7 +133,11 @@ class BlockCache {
     std::map<uint64_t, Block> blocks;
   };
 
-  BlockCache(std::string dir, uint64_t capacity, std::unique_ptr<BlockIndex> index);
+  BlockCache(std::string dir, uint64_t capacity, uint64_t max_blocks,
+             std::unique_ptr<BlockIndex> index);
+  bool Full(uint64_t bytes) const {  // REQUIRES: mu_
+    return used_ + bytes > capacity_ || blocks_ + 1 > max_blocks_;
+  }
   Status Load();
   std::string DataPath(int64_t id) const;
   File* Find(int64_t id);  // REQUIRES: mu_
@@ -144,6 +153,7 @@ class BlockCache {
 
   const std::string dir_;
   const uint64_t capacity_;
+  const uint64_t max_blocks_;
   std::mutex mu_;
   std::unique_ptr<BlockIndex> index_;  // GUARDED_BY(mu_)
   std::map<int64_t, File> files_;      // GUARDED_BY(mu_)
@@ -151,6 +161,7 @@ class BlockCache {
   std::list<Key> lru_;                 // clean blocks, least recently used first
   std::map<Key, int> pins_;
   uint64_t used_ = 0;
+  uint64_t blocks_ = 0;
   uint64_t uncommitted_ = 0;
   uint64_t evicted_ = 0;
   int64_t clock_ = 0;  // access counter

@@ -78,6 +78,20 @@ TEST_F(BlockCacheTest, EvictionTakesLeastRecentlyUsedCleanBlocksAndPunchesHoles)
   EXPECT_EQ(c->Stats().used, 3 * kBlock);
 }
 
+TEST_F(BlockCacheTest, TheBlockCountIsBoundedToo) {
+  auto c = BlockCache::Open(dir_.string(), 1ull << 30, 3);
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 5; ++i) {
+    auto id = (*c)->Acquire("small" + std::to_string(i), "\"e\"", kBlock);
+    ASSERT_TRUE(id.ok());
+    EXPECT_TRUE((*c)->MakeRoom(10));
+    ASSERT_TRUE((*c)->Set(*id, 0, BlockState::kClean, 0, kBlock, 10).ok());
+    (*c)->Release(*id);
+  }
+  EXPECT_EQ((*c)->Stats().blocks, 3u);
+  EXPECT_EQ((*c)->Stats().files, 3u) << "files left without blocks are removed";
+}
+
 TEST_F(BlockCacheTest, DirtyStagedAndPinnedBlocksAreNeverEvicted) {
   auto c = OpenCache(3 * kBlock);
   auto id = c->Acquire("f", "", kBlock);
