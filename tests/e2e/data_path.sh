@@ -111,6 +111,21 @@ echo "  throughput MiB/s: mount cold read $MOUNT_READ (cat) | raw Get Blob $RAW_
 rm -f "$L/block" "$L/blockplus"
 
 # ---------------------------------------------------------------------------
+section "a file three times larger than the cache (cache_size=32M)"
+e2e_unmount
+e2e_new_cache
+E2E_MOUNT_OPTS=cache_size=32M e2e_mount
+head -c $((96 * 1024 * 1024)) "$L/big" >"$L/over"
+E2E_TIMEOUT=300 check "write 96 MiB through a 32 MiB cache" dd if="$L/over" of="$M/over" bs=1M conv=fsync status=none
+cache_mib() { du -sm "$E2E_CACHE" | cut -f1; }
+check "the cache stays near its cap (du <= 48 MiB)" eval '(( $(cache_mib) <= 48 ))'
+E2E_TIMEOUT=300 check "the blob is byte-identical" blob_is over "$L/over"
+E2E_TIMEOUT=300 check "read it back through the small cache" cmp "$L/over" "$M/over"
+check "still near the cap after reading (du <= 48 MiB)" eval '(( $(cache_mib) <= 48 ))'
+e2e_remount keep
+rm -f "$L/over"
+
+# ---------------------------------------------------------------------------
 section "random 4 KiB writes into a 64 MiB file vs a local model"
 head -c $((64 * 1024 * 1024)) /dev/urandom >"$L/rand"
 check "copy the 64 MiB file in" cp "$L/rand" "$M/rand"
