@@ -62,14 +62,8 @@ Result<size_t> FileData::ReadLocked(const FilePtr& fp, Lock& lock, char* buf, si
       s = EnsureLocal(f, lock, k, &relocked);
     }
     if (!s.ok()) {
-      // The version the entry named is gone before this open used any of it
-      // (a commit whose entry merge was lost): adopt the blob's and retry.
       const bool stale = s.Is(Code::kPreconditionFailed) || s.Is(Code::kNotFound);
-      if (!stale || reread || f.dirty || f.served) {
-        return s.Is(Code::kPreconditionFailed)
-                   ? Status(Code::kPreconditionFailed, f.path + " changed while open: " + s.message())
-                   : s;
-      }
+      if (!stale || reread || f.dirty) return s;
       reread = true;
       STAMPFS_RETURN_IF_ERROR(Reread(f, lock, s));
       continue;
@@ -83,11 +77,28 @@ Result<size_t> FileData::ReadLocked(const FilePtr& fp, Lock& lock, char* buf, si
   }
 }
 
-// REQUIRES: f.mu held via `lock`; nothing of f's version was served.
+// A pinned read failed (412/404) on a clean open file. Two cases go on:
+// - the file was renamed: its new blob is a server-side copy of this version
+//   (same size and mtime in the entry), so the cached blocks stay valid;
+// - nothing was served yet: the entry lagged its blob (a commit whose entry
+//   merge was lost); adopt the blob's version and read that.
+// Otherwise the version changed under an open reader: an error, never a mix.
+// REQUIRES: f.mu held via `lock`; !f.dirty.
 Status FileData::Reread(OpenFile& f, Lock& lock, const Status& why) {
+  const Status changed(Code::kPreconditionFailed, f.path + " changed while open: " + why.message());
+  auto now = ns_.GetFile(f.ino, true);
+  if (now.ok() && now->blob != f.blob && now->attr.size == f.remote_size &&
+      now->attr.mtime_ns == f.mtime_ns && !now->blob_etag.empty()) {
+    LogDebug(f.path + ": renamed while open; reading the moved blob");
+    f.blob = now->blob;
+    f.base_etag = now->blob_etag;
+    f.path = now->path;
+    return cache_.Rekey(f.cache_id, f.blob, f.base_etag);
+  }
+  if (f.served) return changed;
   auto st = Adopt(f.ino);
   STAMPFS_RETURN_IF_ERROR(st);
-  if (st->blob == f.blob && st->blob_etag == f.base_etag) return why;  // nothing newer known
+  if (st->blob == f.blob && st->blob_etag == f.base_etag) return changed;  // nothing newer
   LogInfo(f.path + ": the version named at open is gone; reading version " + st->blob_etag);
   f.busy = true;
   WaitIdle(f, lock);

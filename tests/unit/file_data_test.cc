@@ -373,6 +373,24 @@ TEST_F(FileDataTest, AVersionChangedUnderAnOpenReaderIsAnErrorNeverAMix) {
   ASSERT_TRUE(a.data->Release(ia).ok());
 }
 
+TEST_F(FileDataTest, AReaderKeepsReadingAFileRenamedWhileOpen) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  const std::string content = Pattern(8 * kBlock, 18);
+  Commit(a, "before", content);
+  auto attr = b.ns->Lookup(kRootIno, "before");
+  ASSERT_TRUE(attr.ok());
+  ASSERT_TRUE(b.data->Open(attr->ino, OpenFlags{}).ok());
+  char buf[100];
+  ASSERT_TRUE(b.data->Read(attr->ino, buf, sizeof(buf), 0).ok());
+  ASSERT_TRUE(b.ns->Rename(kRootIno, "before", kRootIno, "after", 0).ok());
+  std::string got(100, '\0');
+  auto r = b.data->Read(attr->ino, got.data(), got.size(), 7 * kBlock);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(got, content.substr(7 * kBlock, 100));
+  ASSERT_TRUE(b.data->Release(attr->ino).ok());
+}
+
 TEST_F(FileDataTest, TruncateGrowShrinkSparseHolesAndAppendRoundTrip) {
   Mount m = NewMount("a");
   std::string model = Pattern(3 * kBlock + 10, 9);
