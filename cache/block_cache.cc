@@ -46,15 +46,17 @@ Result<std::unique_ptr<BlockCache>> BlockCache::Open(const std::string& dir, uin
   if (ec) return Status(Code::kInvalidArgument, "block cache " + dir + ": " + ec.message());
   auto index = BlockIndex::Open(dir + "/index.db");
   STAMPFS_RETURN_IF_ERROR(index);
-  std::unique_ptr<BlockCache> cache(
-      new BlockCache(dir, capacity, max_blocks, std::move(*index)));
+  std::unique_ptr<BlockCache> cache(new BlockCache(dir, capacity, max_blocks, std::move(*index)));
   STAMPFS_RETURN_IF_ERROR(cache->Load());
   return cache;
 }
 
 BlockCache::BlockCache(std::string dir, uint64_t capacity, uint64_t max_blocks,
                        std::unique_ptr<BlockIndex> index)
-    : dir_(std::move(dir)), capacity_(capacity), max_blocks_(max_blocks), index_(std::move(index)) {}
+    : dir_(std::move(dir)),
+      capacity_(capacity),
+      max_blocks_(max_blocks),
+      index_(std::move(index)) {}
 
 BlockCache::~BlockCache() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -179,7 +181,8 @@ Result<int64_t> BlockCache::Acquire(const std::string& blob, const std::string& 
 Result<int64_t> BlockCache::AcquireId(int64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   File* f = Find(id);
-  if (f == nullptr || f->discarded) return Status(Code::kNotFound, "cache file " + std::to_string(id));
+  if (f == nullptr || f->discarded)
+    return Status(Code::kNotFound, "cache file " + std::to_string(id));
   STAMPFS_RETURN_IF_ERROR(OpenData(*f));
   f->users++;
   return id;
@@ -227,8 +230,8 @@ void BlockCache::RemoveFile(int64_t id) {
 // blob has one current version.
 void BlockCache::DropUnusedVersions(const std::string& blob, int64_t keep) {
   std::vector<int64_t> stale;
-  for (auto it = versions_.lower_bound({blob, ""}); it != versions_.end() && it->first.first == blob;
-       ++it) {
+  for (auto it = versions_.lower_bound({blob, ""});
+       it != versions_.end() && it->first.first == blob; ++it) {
     File* f = Find(it->second);
     if (it->second != keep && f && f->users == 0 && !f->info.journal) stale.push_back(it->second);
   }
@@ -273,15 +276,15 @@ BlockState BlockCache::State(int64_t id, uint64_t k) {
   return it == f->blocks.end() ? BlockState::kAbsent : it->second.row.state;
 }
 
-Status BlockCache::Set(int64_t id, uint64_t k, BlockState state, uint64_t offset,
-                       uint64_t length, uint64_t extent) {
+Status BlockCache::Set(int64_t id, uint64_t k, BlockState state, uint64_t offset, uint64_t length,
+                       uint64_t extent) {
   std::lock_guard<std::mutex> lock(mu_);
   File* f = Find(id);
   if (f == nullptr) return Status(Code::kNotFound, "cache file " + std::to_string(id));
   auto [it, inserted] = f->blocks.try_emplace(k);
   Block& b = it->second;
-  const bool persist = inserted || b.row.state != state || b.row.offset != offset ||
-                       b.row.length != length;
+  const bool persist =
+      inserted || b.row.state != state || b.row.offset != offset || b.row.length != length;
   if (!inserted) Account(*f, b, -1);
   b.row = BlockRow{id, k, offset, length, extent, state, ++clock_};
   Account(*f, b, +1);

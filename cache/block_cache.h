@@ -52,7 +52,7 @@ struct BlockCacheStats {
   uint64_t blocks = 0;       // cached blocks
   uint64_t uncommitted = 0;  // of which dirty or staged
   uint64_t files = 0;
-  uint64_t evicted = 0;      // bytes evicted since open
+  uint64_t evicted = 0;  // bytes evicted since open
 };
 
 class BlockCache {
@@ -143,11 +143,11 @@ class BlockCache {
   File* Find(int64_t id);  // REQUIRES: mu_
   Result<int64_t> NewFile(const std::string& blob, const std::string& etag, uint64_t bsize);
   Status OpenData(File& f);
-  void RemoveFile(int64_t id);  // REQUIRES: mu_
+  void RemoveFile(int64_t id);                                      // REQUIRES: mu_
   void DropBlock(File& f, std::map<uint64_t, Block>::iterator it);  // REQUIRES: mu_
-  void Account(File& f, const Block& b, int sign);                              // REQUIRES: mu_
-  void LruInsert(Block& b);  // REQUIRES: mu_
-  void LruErase(Block& b);   // REQUIRES: mu_
+  void Account(File& f, const Block& b, int sign);                  // REQUIRES: mu_
+  void LruInsert(Block& b);                                         // REQUIRES: mu_
+  void LruErase(Block& b);                                          // REQUIRES: mu_
   void Punch(File& f, const BlockRow& row);
   void DropUnusedVersions(const std::string& blob, int64_t keep);  // REQUIRES: mu_
 
@@ -155,10 +155,10 @@ class BlockCache {
   const uint64_t capacity_;
   const uint64_t max_blocks_;
   std::mutex mu_;
-  std::unique_ptr<BlockIndex> index_;  // GUARDED_BY(mu_)
-  std::map<int64_t, File> files_;      // GUARDED_BY(mu_)
+  std::unique_ptr<BlockIndex> index_;                                // GUARDED_BY(mu_)
+  std::map<int64_t, File> files_;                                    // GUARDED_BY(mu_)
   std::map<std::pair<std::string, std::string>, int64_t> versions_;  // (blob, etag) -> clean file
-  std::list<Key> lru_;                 // clean blocks, least recently used first
+  std::list<Key> lru_;  // clean blocks, least recently used first
   std::map<Key, int> pins_;
   uint64_t used_ = 0;
   uint64_t blocks_ = 0;

@@ -62,7 +62,7 @@ constexpr const char* kSql[kStmtCount] = {
 
 Status SqlError(sqlite3* db, int rc, const std::string& what) {
   Code code = (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB ? Code::kCorruption
-                                                                             : Code::kInternal;
+                                                                            : Code::kInternal;
   return Status(code, "block index: " + what + ": " + sqlite3_errmsg(db));
 }
 
@@ -145,12 +145,11 @@ struct BlockIndex::Statements {
 
 Result<std::unique_ptr<BlockIndex>> BlockIndex::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
-    Status s(Code::kInternal, "open block index " + path + ": " +
-                                  (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    Status s(Code::kInternal,
+             "open block index " + path + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
     sqlite3_close(db);
     return s;
   }

@@ -29,12 +29,12 @@ enum class BlockState : int {
 // A cache file's uncommitted changes, enough to commit them after a crash.
 struct JournalRecord {
   uint64_t ino = 0;
-  std::string path;           // the file's path when last journaled
-  std::string base_etag;      // committed version the changes apply to ("" = no blob yet)
-  uint64_t size = 0;          // file size
-  uint64_t remote_size = 0;   // [0, remote_size) not in the cache is the base version's
+  std::string path;          // the file's path when last journaled
+  std::string base_etag;     // committed version the changes apply to ("" = no blob yet)
+  uint64_t size = 0;         // file size
+  uint64_t remote_size = 0;  // [0, remote_size) not in the cache is the base version's
   int64_t mtime_ns = 0;
-  uint64_t tag = 0;           // writer tag of staged block ids
+  uint64_t tag = 0;  // writer tag of staged block ids
 };
 
 struct FileRow {
@@ -52,7 +52,7 @@ struct BlockRow {
   uint64_t length = 0;  // its nominal length (the range punched on eviction)
   uint64_t extent = 0;  // bytes from offset that may hold data (space accounting)
   BlockState state = BlockState::kClean;
-  int64_t access = 0;   // LRU order: larger is more recent
+  int64_t access = 0;  // LRU order: larger is more recent
 };
 
 class BlockIndex {
@@ -62,8 +62,7 @@ class BlockIndex {
   BlockIndex(const BlockIndex&) = delete;
   BlockIndex& operator=(const BlockIndex&) = delete;
 
-  Result<int64_t> InsertFile(const std::string& blob, const std::string& etag,
-                             uint64_t block_size);
+  Result<int64_t> InsertFile(const std::string& blob, const std::string& etag, uint64_t block_size);
   Status UpdateVersion(int64_t id, const std::string& blob, const std::string& etag);
   Status SetJournal(int64_t id, const std::optional<JournalRecord>& journal);
   Status DeleteFile(int64_t id);  // with its blocks

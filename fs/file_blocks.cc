@@ -50,12 +50,11 @@ Status FileData::Fetch(const FetchJob& job) {
   blob_requests_++;
   const int fd = job.fd;
   const uint64_t base = job.offset;
-  auto r = blobs_.Read(options_.container, job.blob, job.offset, job.length,
-                       Condition::IfMatch(job.etag),
-                       [fd, base](uint64_t at, const char* data, size_t len) {
-                         return pwrite(fd, data, len, static_cast<off_t>(base + at)) ==
-                                static_cast<ssize_t>(len);
-                       });
+  auto r = blobs_.Read(
+      options_.container, job.blob, job.offset, job.length, Condition::IfMatch(job.etag),
+      [fd, base](uint64_t at, const char* data, size_t len) {
+        return pwrite(fd, data, len, static_cast<off_t>(base + at)) == static_cast<ssize_t>(len);
+      });
   if (!r.ok()) return r.status().WithContext("read " + job.blob);
   if (r->bytes != job.length) {
     return Status(Code::kCorruption, "read " + job.blob + ": got " + std::to_string(r->bytes) +
@@ -68,14 +67,14 @@ Status FileData::Fetch(const FetchJob& job) {
 // A failed fetch may have written part of the block: absent blocks must read
 // as zeros.
 void FileData::DropPartial(const FetchJob& job) {
-  if (fallocate(job.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                static_cast<off_t>(job.offset), static_cast<off_t>(job.length)) != 0) {
+  if (fallocate(job.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(job.offset),
+                static_cast<off_t>(job.length)) != 0) {
     LogWarning("cannot punch a hole in the block cache: " + std::string(std::strerror(errno)));
   }
 }
 
-Status FileData::PutBlock(const std::string& blob, const std::string& id, int fd,
-                          uint64_t offset, uint64_t length) {
+Status FileData::PutBlock(const std::string& blob, const std::string& id, int fd, uint64_t offset,
+                          uint64_t length) {
   HttpBody body;
   body.size = length;
   body.reader = [fd, offset](uint64_t at, char* out, size_t len) -> size_t {
@@ -151,7 +150,8 @@ Status FileData::RunUploads(const FilePtr& fp, Lock& lock, const std::string& bl
     const uint64_t start = f.layout.StartOf(k), len = f.layout.LengthIn(k, f.size);
     const BlockState state = cache_.State(cache_id, k);
     const bool fetch = state == BlockState::kAbsent && start < f.remote_size;
-    FetchJob job{f.blob, f.base_etag, f.fd, start, fetch ? std::min(len, f.remote_size - start) : 0};
+    FetchJob job{f.blob, f.base_etag, f.fd, start,
+                 fetch ? std::min(len, f.remote_size - start) : 0};
     if (fetch) cache_.MakeRoom(job.length);
     f.uploading.insert(k);
     cache_.Pin(cache_id, k);

@@ -68,8 +68,10 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
     LogInfo(f.path + ": staged blocks expired; staging them again");
     for (const auto& [k, state] : cache_.Blocks(f.cache_id)) {
       if (state != BlockState::kStaged) continue;
-      cache_.Set(f.cache_id, k, BlockState::kDirty, f.layout.StartOf(k), f.layout.SizeOf(k),
-                 f.layout.LengthIn(k, f.size)).PermitUnchecked();
+      cache_
+          .Set(f.cache_id, k, BlockState::kDirty, f.layout.StartOf(k), f.layout.SizeOf(k),
+               f.layout.LengthIn(k, f.size))
+          .PermitUnchecked();
     }
     etag = WriteBlob(fp, lock, f.blob, cond, true, nullptr);
   }
@@ -209,8 +211,8 @@ Status FileData::Committed(OpenFile& f, const std::string& etag) {
   if (f.entity_stale) {
     // The data is safe in the blob; the entry lags and is repaired by the
     // next access (or open) that sees the blob's ETag differ.
-    LogWarning(f.path + ": data committed (blob " + etag + ") but the entry update failed: " +
-               attr.status().ToString());
+    LogWarning(f.path + ": data committed (blob " + etag +
+               ") but the entry update failed: " + attr.status().ToString());
   }
   return Status::Ok();
 }
@@ -220,8 +222,10 @@ Status FileData::Committed(OpenFile& f, const std::string& etag) {
 void FileData::Moved(OpenFile& f, const FileState& st) {
   for (const auto& [k, state] : cache_.Blocks(f.cache_id)) {
     if (state != BlockState::kStaged) continue;
-    cache_.Set(f.cache_id, k, BlockState::kDirty, f.layout.StartOf(k), f.layout.SizeOf(k),
-               f.layout.LengthIn(k, f.size)).PermitUnchecked();
+    cache_
+        .Set(f.cache_id, k, BlockState::kDirty, f.layout.StartOf(k), f.layout.SizeOf(k),
+             f.layout.LengthIn(k, f.size))
+        .PermitUnchecked();
   }
   f.blob = st.blob;
   if (!f.base_etag.empty()) f.base_etag = st.blob_etag;
@@ -321,12 +325,9 @@ std::string FileData::ConflictName(const std::string& base, int attempt) const {
 
 // Lets the table be rebuilt from the container alone (names [a-z0-9]).
 BlobMetadata FileData::MetadataFor(const OpenFile& f) const {
-  return {{"mode", std::to_string(f.attr.mode)},
-          {"uid", std::to_string(f.attr.uid)},
-          {"gid", std::to_string(f.attr.gid)},
-          {"mtime", std::to_string(f.mtime_ns)},
-          {"bsize", std::to_string(f.layout.base())},
-          {"stampfs", "1"}};
+  return {{"mode", std::to_string(f.attr.mode)},      {"uid", std::to_string(f.attr.uid)},
+          {"gid", std::to_string(f.attr.gid)},        {"mtime", std::to_string(f.mtime_ns)},
+          {"bsize", std::to_string(f.layout.base())}, {"stampfs", "1"}};
 }
 
 }  // namespace stampfs

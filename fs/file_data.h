@@ -61,12 +61,12 @@ struct FileDataOptions {
   uint64_t single_put_limit = 8ull << 20;   // files up to this size: one Put Blob
   int upload_threads = 4;
   int fetch_threads = 4;
-  size_t max_uploads_per_file = 8;          // staged blocks in flight per file
-  uint64_t prefetch_blocks = 4;             // ahead of a sequential reader
+  size_t max_uploads_per_file = 8;  // staged blocks in flight per file
+  uint64_t prefetch_blocks = 4;     // ahead of a sequential reader
   ConflictPolicy conflict = ConflictPolicy::kCopy;
-  std::string host;                         // in conflict copy names; default gethostname()
-  int64_t backpressure_patience_ms = 10000; // then a writer goes over the cap (logged)
-  std::function<int64_t()> now_ns;          // clock for mtimes and names (tests)
+  std::string host;                          // in conflict copy names; default gethostname()
+  int64_t backpressure_patience_ms = 10000;  // then a writer goes over the cap (logged)
+  std::function<int64_t()> now_ns;           // clock for mtimes and names (tests)
 };
 
 struct OpenFlags {
@@ -131,19 +131,19 @@ class FileData {
     int64_t mtime_ns = 0;
     Attr attr;  // mode, uid, gid for the blob metadata
     BlockLayout layout;
-    uint64_t tag = 0;  // writer tag of this file's block ids
-    bool dirty = false;          // differs from the committed version
+    uint64_t tag = 0;    // writer tag of this file's block ids
+    bool dirty = false;  // differs from the committed version
     bool journaled = false;
     uint64_t journaled_size = 0;
-    bool entity_stale = false;   // committed, but the entry merge failed
-    int64_t merged_ctime = 0;    // ctime of this mount's last entry merge (0 = none)
-    bool busy = false;           // a commit or truncate runs: writers and readers wait
-    bool served = false;         // data of this version reached a reader or writer
+    bool entity_stale = false;  // committed, but the entry merge failed
+    int64_t merged_ctime = 0;   // ctime of this mount's last entry merge (0 = none)
+    bool busy = false;          // a commit or truncate runs: writers and readers wait
+    bool served = false;        // data of this version reached a reader or writer
     std::set<uint64_t> fetching;
     std::set<uint64_t> uploading;
-    Status upload_error;         // first background upload failure
-    uint64_t next_read = 0;      // where a sequential reader goes on
-    uint64_t prefetched = 0;     // prefetch issued below this block
+    Status upload_error;      // first background upload failure
+    uint64_t next_read = 0;   // where a sequential reader goes on
+    uint64_t prefetched = 0;  // prefetch issued below this block
     std::string delete_on_close;
   };
   using FilePtr = std::shared_ptr<OpenFile>;

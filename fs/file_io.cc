@@ -153,8 +153,7 @@ void FileData::Prefetch(const FilePtr& fp, uint64_t off, uint64_t end) {
 // flight, and a partially overwritten block of the base version fetched
 // first (read-modify-write). Sets *relocked when it had to let go of the
 // lock: the caller starts over.
-Status FileData::PrepareWrite(OpenFile& f, Lock& lock, uint64_t off, uint64_t end,
-                              bool* relocked) {
+Status FileData::PrepareWrite(OpenFile& f, Lock& lock, uint64_t off, uint64_t end, bool* relocked) {
   const uint64_t first = f.layout.IndexAt(off), last = f.layout.IndexAt(end - 1);
   for (uint64_t k = first; k <= last; ++k) {
     while (f.busy || f.uploading.count(k) || f.fetching.count(k)) {

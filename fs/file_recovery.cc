@@ -37,11 +37,11 @@ Result<FileState> FileData::Adopt(uint64_t ino) {
   STAMPFS_RETURN_IF_ERROR(props);
   if (props->etag == st->blob_etag) return st;
   const bool ours = props->metadata.count("stampfs") > 0;
-  const int64_t mtime = static_cast<int64_t>(
-      MetaNumber(props->metadata, "mtime", static_cast<uint64_t>(props->last_modified) * 1000000000ull));
+  const int64_t mtime = static_cast<int64_t>(MetaNumber(
+      props->metadata, "mtime", static_cast<uint64_t>(props->last_modified) * 1000000000ull));
   const uint64_t bsize = MetaNumber(props->metadata, "bsize", 0);
-  auto attr = ns_.CommitFile(ino, props->size, mtime, props->etag,
-                             ValidBlockSize(bsize) ? bsize : 0);
+  auto attr =
+      ns_.CommitFile(ino, props->size, mtime, props->etag, ValidBlockSize(bsize) ? bsize : 0);
   STAMPFS_RETURN_IF_ERROR(attr);
   const std::string what = st->path + ": the entry named blob version " +
                            (st->blob_etag.empty() ? "(none)" : st->blob_etag) +

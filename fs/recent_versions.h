@@ -50,9 +50,9 @@ class RecentVersions {
     std::list<uint64_t>::iterator pos;
   };
   const size_t capacity_;
-  std::mutex mu_;  // a leaf lock
-  std::list<uint64_t> order_;                // GUARDED_BY(mu_), oldest first
-  std::unordered_map<uint64_t, Node> map_;   // GUARDED_BY(mu_)
+  std::mutex mu_;                           // a leaf lock
+  std::list<uint64_t> order_;               // GUARDED_BY(mu_), oldest first
+  std::unordered_map<uint64_t, Node> map_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace stampfs

@@ -68,7 +68,8 @@ TEST_F(BlockCacheTest, EvictionTakesLeastRecentlyUsedCleanBlocksAndPunchesHoles)
   auto c = OpenCache(4 * kBlock);
   auto id = c->Acquire("f", "\"e\"", kBlock);
   ASSERT_TRUE(id.ok());
-  for (uint64_t k = 0; k < 4; ++k) PutBlock(*c, *id, k, static_cast<char>('a' + k), BlockState::kClean);
+  for (uint64_t k = 0; k < 4; ++k)
+    PutBlock(*c, *id, k, static_cast<char>('a' + k), BlockState::kClean);
   c->Touch(*id, 0);  // block 1 is now the least recently used
   EXPECT_TRUE(c->MakeRoom(kBlock));
   EXPECT_EQ(c->State(*id, 1), BlockState::kAbsent);

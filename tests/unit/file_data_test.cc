@@ -133,7 +133,8 @@ class FileDataTest : public ::testing::Test {
 
 template <typename Pred>
 bool Eventually(Pred pred) {
-  for (int i = 0; i < 500 && !pred(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && !pred(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return pred();
 }
 
@@ -489,7 +490,8 @@ TEST_F(FileDataTest, ARenameWhileOpenCommitsToTheNewBlobWithStagedBlocksRestaged
   EXPECT_TRUE(Eventually([&] { return plan_->calls("PutBlock") == staged + 2; }));
   ASSERT_TRUE(m.ns->Rename(kRootIno, "old", kRootIno, "new", 0).ok());
   ASSERT_TRUE(m.data->Release(ino).ok());
-  EXPECT_GE(plan_->calls("PutBlock"), staged + 4) << "blocks staged on the old name are staged again";
+  EXPECT_GE(plan_->calls("PutBlock"), staged + 4)
+      << "blocks staged on the old name are staged again";
   content.replace(kBlock, patch.size(), patch);
   EXPECT_EQ(Blob("new"), content);
   EXPECT_FALSE(raw_blobs_->GetProperties(kContainer, "old").ok()) << "the old name's blob is gone";

@@ -112,12 +112,15 @@ int Run(const std::vector<std::string>& args) {
                              FileBody(fd, i * piece, std::min(piece, size - i * piece)));
     });
     std::vector<BlockRef> refs;
-    for (uint64_t i = 0; i < pieces; ++i) refs.push_back({BlockIdFor(i), BlockRef::Source::kUncommitted});
+    for (uint64_t i = 0; i < pieces; ++i)
+      refs.push_back({BlockIdFor(i), BlockRef::Source::kUncommitted});
     if (s.ok()) s = store->PutBlockList(container, blob, refs, {}, Condition::None()).status();
   } else if (op == "getranges") {
     s = Parallel(pieces, threads, [&](uint64_t i) {
-      return store->Read(container, blob, i * piece, std::min(piece, size - i * piece),
-                         Condition::None(), FileSink(fd, i * piece)).status();
+      return store
+          ->Read(container, blob, i * piece, std::min(piece, size - i * piece), Condition::None(),
+                 FileSink(fd, i * piece))
+          .status();
     });
   } else {
     return Usage();
@@ -126,8 +129,9 @@ int Run(const std::vector<std::string>& args) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   close(fd);
   if (!s.ok()) return std::cerr << op << ": " << s.ToString() << "\n", 1;
-  std::printf("%s %llu bytes %.2f s %.1f MiB/s\n", op.c_str(), static_cast<unsigned long long>(size),
-              secs, secs > 0 ? size / 1048576.0 / secs : 0.0);
+  std::printf("%s %llu bytes %.2f s %.1f MiB/s\n", op.c_str(),
+              static_cast<unsigned long long>(size), secs,
+              secs > 0 ? size / 1048576.0 / secs : 0.0);
   return 0;
 }
 
