@@ -119,7 +119,9 @@ name_create() {
   [[ $(stat -c %s -- "$f") == "$(bytes "$want")" ]] || { echo "size $(stat -c %s -- "$f") != $(bytes "$want")"; return 1; }
   stat -- "$f" >/dev/null || return 1
   ls -l -- "$f" >/dev/null || return 1
-  local e found=false
+  # Bytes, not characters: in a UTF-8 locale bash's `read -d ''` swallows the
+  # NUL after an invalid byte (a name ending in \xe9), hiding the next name.
+  local e found=false LC_ALL=C
   while IFS= read -r -d '' e; do [[ $e == "$n" ]] && found=true; done < <(find "$M/names" -mindepth 1 -maxdepth 1 -printf '%f\0')
   $found || { echo "not in readdir"; return 1; }
   mkdir -- "$M/dirs/$n" || { echo "mkdir failed"; return 1; }
