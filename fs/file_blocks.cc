@@ -11,8 +11,16 @@
 
 #include "fs/file_data.h"
 #include "fs/log.h"
+#include "storage/stats.h"
 
 namespace stampfs {
+
+namespace {
+// Blocks a read found cached, and blocks fetched from the blob store (reads,
+// read-modify-write and prefetch).
+Counter g_cache_hits{"cache.hits"};
+Counter g_cache_misses{"cache.misses"};
+}  // namespace
 
 // Makes block k's bytes local when they belong to the base version and are
 // not cached. One fetch per block at a time; others wait for it.
@@ -23,7 +31,10 @@ Status FileData::EnsureLocal(OpenFile& f, Lock& lock, uint64_t k, bool* relocked
     f.cv.wait(lock);
     *relocked = true;
   }
-  if (cache_.State(f.cache_id, k) != BlockState::kAbsent) return Status::Ok();
+  if (cache_.State(f.cache_id, k) != BlockState::kAbsent) {
+    g_cache_hits.Add();
+    return Status::Ok();
+  }
   const uint64_t start = f.layout.StartOf(k);
   if (start >= f.remote_size) return Status::Ok();  // never committed: a hole of zeros
   const uint64_t len = std::min(f.layout.SizeOf(k), f.remote_size - start);
@@ -47,6 +58,7 @@ Status FileData::EnsureLocal(OpenFile& f, Lock& lock, uint64_t k, bool* relocked
 
 // A ranged GET pinned to the version (If-Match), streamed into the cache file.
 Status FileData::Fetch(const FetchJob& job) {
+  g_cache_misses.Add();
   blob_requests_++;
   const int fd = job.fd;
   const uint64_t base = job.offset;

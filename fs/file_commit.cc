@@ -17,10 +17,14 @@
 #include "fs/log.h"
 #include "fs/names.h"
 #include "fs/pin_range.h"
+#include "storage/stats.h"
 
 namespace stampfs {
 
 namespace {
+
+// Commits another mount won first (whatever the policy then did).
+Counter g_conflicts{"conflicts"};
 
 bool IsConflict(const Status& s) {
   return s.Is(Code::kPreconditionFailed) || s.Is(Code::kAlreadyExists);
@@ -233,6 +237,7 @@ void FileData::Moved(OpenFile& f, const FileState& st) {
 
 // REQUIRES: `lock` holds fp->mu; fp->busy.
 Status FileData::OnConflict(const FilePtr& fp, Lock& lock, const Status& why) {
+  g_conflicts.Add();
   OpenFile& f = *fp;
   if (options_.conflict == ConflictPolicy::kOverwrite) return why;
   if (options_.conflict == ConflictPolicy::kFail) {

@@ -12,6 +12,7 @@
 
 #include "fs/errno_map.h"
 #include "fs/log.h"
+#include "fs/op_counters.h"
 
 namespace stampfs {
 
@@ -27,6 +28,7 @@ void ReplyError(fuse_req_t req, const Status& status, const char* op) {
   } else {
     LogDebug(std::string(op) + ": " + status.ToString());
   }
+  CountErrorReply(err);
   fuse_reply_err(req, err);
 }
 
@@ -107,10 +109,14 @@ void OnSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* st, int to_set, fuse
   if (to_set & FUSE_SET_ATTR_MODE) r.mode = st->st_mode;
   if (to_set & FUSE_SET_ATTR_UID) r.uid = st->st_uid;
   if (to_set & FUSE_SET_ATTR_GID) r.gid = st->st_gid;
-  if (to_set & FUSE_SET_ATTR_ATIME_NOW) r.atime_ns = NowNs();
-  else if (to_set & FUSE_SET_ATTR_ATIME) r.atime_ns = TimeNs(st->st_atim);
-  if (to_set & FUSE_SET_ATTR_MTIME_NOW) r.mtime_ns = NowNs();
-  else if (to_set & FUSE_SET_ATTR_MTIME) r.mtime_ns = TimeNs(st->st_mtim);
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+    r.atime_ns = NowNs();
+  else if (to_set & FUSE_SET_ATTR_ATIME)
+    r.atime_ns = TimeNs(st->st_atim);
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+    r.mtime_ns = NowNs();
+  else if (to_set & FUSE_SET_ATTR_MTIME)
+    r.mtime_ns = TimeNs(st->st_mtim);
   if (r.mtime_ns) c.data->SetMtime(ino, *r.mtime_ns);
   bool other = r.mode || r.uid || r.gid || r.atime_ns || r.mtime_ns;
   ReplyAttr(req, other ? c.ns->SetAttr(ino, r) : c.ns->GetAttr(ino), "setattr");
@@ -309,8 +315,8 @@ void OnAccess(fuse_req_t req, fuse_ino_t, int) {
   fuse_reply_err(req, 0);
 }
 
-void OnSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value,
-                size_t size, int flags) {
+void OnSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
+                int flags) {
   int f = 0;
   if (flags & XATTR_CREATE) f |= Namespace::kXattrCreate;
   if (flags & XATTR_REPLACE) f |= Namespace::kXattrReplace;

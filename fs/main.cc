@@ -16,13 +16,17 @@
 #include "cache/block_cache.h"
 #include "cache/meta_cache.h"
 #include "fs/admin_cli.h"
+#include "fs/control_socket.h"
 #include "fs/file_data.h"
 #include "fs/fuse_ops.h"
 #include "fs/log.h"
 #include "fs/mount_options.h"
 #include "fs/namespace.h"
+#include "fs/op_counters.h"
+#include "fs/stat_cli.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
+#include "storage/stats.h"
 
 namespace stampfs {
 namespace {
@@ -30,6 +34,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: stampfs mount [options] CONTAINER MOUNTPOINT\n"
     "       stampfs unmount MOUNTPOINT\n"
+    "       stampfs stat [--json] MOUNTPOINT\n"
     "       stampfs import CONTAINER [--refresh] [--table NAME] [--connection-string-file FILE]\n"
     "       stampfs fsck CONTAINER [--repair] [--table NAME] [--connection-string-file FILE]\n"
     "       stampfs --help | mount --help | --version\n";
@@ -88,13 +93,14 @@ std::string FuseOptionString(const MountOptions& o) {
   return opts;
 }
 
-int Serve(const MountOptions& o, Namespace& ns, FileData& data) {
+int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns, FileData& data) {
   FsContext ctx{&ns, &data, o.attr_timeout, o.read_only};
   std::vector<std::string> argv_s = {"stampfs", "-o", FuseOptionString(o)};
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
-  fuse_session* se = fuse_session_new(&args, FuseOperations(), sizeof(fuse_lowlevel_ops), &ctx);
+  fuse_session* se =
+      fuse_session_new(&args, CountedOperations(FuseOperations()), sizeof(fuse_lowlevel_ops), &ctx);
   if (!se) return Fail("cannot create the FUSE session");
   int rc = 1;
   if (fuse_set_signal_handlers(se) == 0) {
@@ -102,6 +108,9 @@ int Serve(const MountOptions& o, Namespace& ns, FileData& data) {
       if (fuse_daemonize(o.foreground ? 1 : 0) == 0) {
         if (!o.foreground) LogToSyslog();
         LogInfo("mounted container " + o.container + " at " + o.mountpoint);
+        // After daemonizing: the thread must live in the daemon.
+        auto control = ControlSocket::Listen(control_path);
+        if (!control.ok()) LogWarning("stampfs stat will not work: " + control.status().message());
         fuse_loop_config cfg{};
         cfg.clone_fd = 0;
         cfg.max_idle_threads = 16;
@@ -138,6 +147,13 @@ int Mount(const std::vector<std::string>& args) {
   if (access("/dev/fuse", R_OK | W_OK) != 0) {
     return Fail("/dev/fuse is missing or not accessible (" + std::string(strerror(errno)) +
                 "): load the fuse module or install fuse3");
+  }
+  // A second daemon on the same mount point (stacked FUSE mounts) is refused.
+  auto control_path = ControlSocketPath(o.mountpoint);
+  if (!control_path.ok()) return Fail(control_path.status().message());
+  if (ControlSocketLive(*control_path)) {
+    return Fail(o.mountpoint + " is already mounted by a running stampfs (stampfs unmount " +
+                o.mountpoint + " first)");
   }
   auto account = LoadAccount(o);
   if (!account.ok()) return Fail(account.status().message());
@@ -186,7 +202,12 @@ int Mount(const std::vector<std::string>& args) {
   FileData data(ns, *blobs, **block_cache, fdo);
   // Changes a crash left uncommitted are committed before anything is served.
   if (!o.read_only) data.ReplayJournal().PermitUnchecked();
-  return Serve(o, ns, data);
+  RegisterGauge("cache.dirty_bytes", [&] { return (*block_cache)->Stats().uncommitted; });
+  RegisterGauge("cache.used_bytes", [&] { return (*block_cache)->Stats().used; });
+  RegisterGauge("cache.evicted_bytes", [&] { return (*block_cache)->Stats().evicted; });
+  int rc = Serve(o, *control_path, ns, data);
+  ClearGauges();
+  return rc;
 }
 
 int Unmount(const std::vector<std::string>& args) {
@@ -219,6 +240,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "mount") return stampfs::Mount(args);
   if (cmd == "unmount" || cmd == "umount") return stampfs::Unmount(args);
+  if (cmd == "stat") return stampfs::StatCommand(args);
   if (cmd == "import") return stampfs::ImportCommand(args);
   if (cmd == "fsck") return stampfs::FsckCommand(args);
   return stampfs::Fail("unknown command " + cmd + "\n" + stampfs::kUsage);

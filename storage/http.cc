@@ -6,6 +6,8 @@
 #include <random>
 #include <thread>
 
+#include "storage/stats.h"
+
 namespace stampfs {
 namespace {
 
@@ -44,6 +46,91 @@ bool IsRetryableFailure(const Status& status) {
   return status.Is(Code::kTransport) || status.Is(Code::kTimeout);
 }
 
+// Index into kRequestKinds.
+constexpr const char* kRequestKinds[] = {
+    "blob.get",        "blob.head",    "blob.list",         "blob.put",
+    "blob.put_block",  "blob.commit",  "blob.block_list",   "blob.copy",
+    "blob.copy_abort", "blob.delete",  "blob.set_metadata", "blob.container",
+    "table.get",       "table.query",  "table.insert",      "table.update",
+    "table.merge",     "table.delete", "table.batch",       "table.table",
+    "other",
+};
+constexpr size_t kKindCount = sizeof(kRequestKinds) / sizeof(kRequestKinds[0]);
+
+size_t KindIndex(const char* kind) {
+  for (size_t i = 0; i < kKindCount; ++i) {
+    if (std::strcmp(kRequestKinds[i], kind) == 0) return i;
+  }
+  return kKindCount - 1;
+}
+
+struct RequestCounters {
+  Counter total{"requests.total"};
+  Counter retries{"requests.retries"};
+  Counter failed{"requests.failed"};
+  Counter throttled{"requests.throttled"};
+  Counter bytes_up{"bytes.up"};
+  Counter bytes_down{"bytes.down"};
+  std::vector<std::unique_ptr<Counter>> by_kind;
+  RequestCounters() {
+    for (const char* kind : kRequestKinds) {
+      by_kind.push_back(std::make_unique<Counter>(std::string("requests.") + kind));
+    }
+  }
+};
+// Namespace scope, so every key is in a snapshot from the start (zeros).
+RequestCounters g_requests;
+
+bool HasQueryParam(const std::string& query, const char* name_eq_value) {
+  size_t at = query.find(name_eq_value);
+  while (at != std::string::npos) {
+    if (at == 0 || query[at - 1] == '&' || query[at - 1] == '?') {
+      size_t end = at + std::strlen(name_eq_value);
+      if (end == query.size() || query[end] == '&') return true;
+    }
+    at = query.find(name_eq_value, at + 1);
+  }
+  return false;
+}
+
+const char* TableRequestKind(const std::string& method, const std::string& path) {
+  if (path == "Tables" || path.rfind("Tables(", 0) == 0) return "table.table";
+  if (path == "$batch") return "table.batch";
+  const bool point = path.find("(PartitionKey=") != std::string::npos;
+  if (method == "GET") return point ? "table.get" : "table.query";
+  if (method == "POST") return "table.insert";
+  if (method == "PUT") return "table.update";
+  if (method == "MERGE") return "table.merge";
+  if (method == "DELETE") return "table.delete";
+  return "other";
+}
+
+const char* BlobRequestKind(const std::string& method, const std::string& query, bool copy_source) {
+  if (HasQueryParam(query, "restype=container")) {
+    return HasQueryParam(query, "comp=list") ? "blob.list" : "blob.container";
+  }
+  const bool blocklist = HasQueryParam(query, "comp=blocklist");
+  if (method == "GET") return blocklist ? "blob.block_list" : "blob.get";
+  if (method == "HEAD") return "blob.head";
+  if (method == "DELETE") return "blob.delete";
+  if (method != "PUT") return "other";
+  if (HasQueryParam(query, "comp=block")) return "blob.put_block";
+  if (blocklist) return "blob.commit";
+  if (HasQueryParam(query, "comp=copy")) return "blob.copy_abort";
+  if (HasQueryParam(query, "comp=metadata")) return "blob.set_metadata";
+  return copy_source ? "blob.copy" : "blob.put";
+}
+
+// The path after scheme://host[:port]/ and, for path-style (emulator) URLs,
+// nothing else: the table resource is its last segment.
+std::string LastPathSegment(const std::string& url_without_query) {
+  size_t scheme = url_without_query.find("://");
+  size_t path = url_without_query.find('/', scheme == std::string::npos ? 0 : scheme + 3);
+  if (path == std::string::npos) return {};
+  size_t last = url_without_query.rfind('/');
+  return url_without_query.substr(std::max(last, path) + 1);
+}
+
 }  // namespace
 
 HttpBody HttpBody::FromString(std::string s) {
@@ -80,6 +167,16 @@ std::string HttpRequest::Header(const std::string& name) const {
 std::string HttpResponse::Header(const std::string& lowercase_name) const {
   auto it = headers.find(Lower(lowercase_name));
   return it == headers.end() ? std::string() : it->second;
+}
+
+const char* RequestKind(const HttpRequest& request) {
+  size_t q = request.url.find('?');
+  std::string base = request.url.substr(0, q);
+  std::string query = q == std::string::npos ? std::string() : request.url.substr(q + 1);
+  if (!request.Header("DataServiceVersion").empty()) {
+    return TableRequestKind(request.method, LastPathSegment(base));
+  }
+  return BlobRequestKind(request.method, query, !request.Header("x-ms-copy-source").empty());
 }
 
 bool IsRetryableHttpStatus(int status) {
@@ -126,6 +223,15 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
     return std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
   };
 
+  // Counted before signing, so a SAS query never affects the kind.
+  Counter& kind_counter = *g_requests.by_kind[KindIndex(RequestKind(request))];
+  if (request.sink) {
+    request.sink = [inner = std::move(request.sink)](uint64_t at, const char* data, size_t len) {
+      g_requests.bytes_down.Add(len);
+      return inner(at, data, len);
+    };
+  }
+
   Result<HttpResponse> last =
       Status(Code::kTimeout, request.method + " request: total deadline passed before sending");
   for (int attempt = 1; attempt <= policy_.max_attempts; ++attempt) {
@@ -134,14 +240,21 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
     // A fresh copy per attempt: signing adds headers and, for SAS, query text.
     HttpRequest copy = request;
     if (sign) sign(copy);
+    g_requests.total.Add();
+    kind_counter.Add();
+    g_requests.bytes_up.Add(copy.body.size);
+    if (attempt > 1) g_requests.retries.Add();
     last = transport_->Send(copy, std::min(policy_.attempt_timeout, left));
 
     milliseconds retry_after(-1);
     if (last.ok()) {
+      g_requests.bytes_down.Add(last->body.size());
+      if (last->status == 429 || last->status == 503) g_requests.throttled.Add();
       if (!IsRetryableHttpStatus(last->status)) return last;
       retry_after = RetryAfter(*last);
-    } else if (!IsRetryableFailure(last.status())) {
-      return last;
+    } else {
+      g_requests.failed.Add();
+      if (!IsRetryableFailure(last.status())) return last;
     }
     if (attempt == policy_.max_attempts) break;
 

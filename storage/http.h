@@ -72,7 +72,7 @@ class HttpTransport {
 std::unique_ptr<HttpTransport> MakeCurlTransport();
 
 struct RetryPolicy {
-  int max_attempts = 5;                                 // first try included
+  int max_attempts = 5;  // first try included
   std::chrono::milliseconds initial_backoff{100};
   std::chrono::milliseconds max_backoff{5000};
   std::chrono::milliseconds attempt_timeout{30000};  // deadline of one attempt
@@ -86,10 +86,20 @@ bool IsRetryableHttpStatus(int status);
 // with full jitter drawn from `unit_random` in [0, 1).
 std::chrono::milliseconds BackoffDelay(const RetryPolicy& policy, int attempt, double unit_random);
 
+// The kind of an Azure REST request, from its method, URL and headers, as
+// counted in `requests.<kind>`: "blob.get", "blob.put_block", "blob.commit",
+// "table.query", "table.batch", ... Table requests are those carrying
+// DataServiceVersion.
+const char* RequestKind(const HttpRequest& request);
+
 // Called before each attempt to (re)sign the request: adds x-ms-date and Authorization.
 using RequestSigner = std::function<void(HttpRequest&)>;
 
 // Retries over a transport. Sleep and randomness are injectable for tests.
+// Every attempt is counted (storage/stats.h): requests.total, requests.<kind>,
+// requests.retries, requests.failed (transport failures and timeouts),
+// requests.throttled (429 and 503), bytes.up (request bodies) and bytes.down
+// (response bodies).
 class RetryingHttpClient {
  public:
   using SleepFn = std::function<void(std::chrono::milliseconds)>;

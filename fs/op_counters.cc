@@ -1,0 +1,98 @@
+#include "fs/op_counters.h"
+
+#include <cerrno>
+#include <type_traits>
+
+#include "storage/stats.h"
+
+namespace stampfs {
+namespace {
+
+const fuse_lowlevel_ops* g_inner = nullptr;
+
+template <auto Member, typename Fn>
+struct Counted;
+
+// One wrapper per operation member: counts, then calls the wrapped table.
+template <auto Member, typename... Args>
+struct Counted<Member, void (*)(fuse_req_t, Args...)> {
+  static inline Counter* counter = nullptr;
+  static void Call(fuse_req_t req, Args... args) {
+    counter->Add();
+    (g_inner->*Member)(req, args...);
+  }
+};
+
+template <auto Member>
+void Wrap(fuse_lowlevel_ops* ops, const char* name) {
+  using Fn = std::remove_reference_t<decltype(ops->*Member)>;
+  if (!(g_inner->*Member)) return;
+  Counted<Member, Fn>::counter = new Counter(std::string("ops.") + name);  // lives forever
+  ops->*Member = &Counted<Member, Fn>::Call;
+}
+
+Counter g_errors_total{"errors.total"};
+Counter g_errors_eio{"errors.eio"};
+Counter g_errors_erofs{"errors.erofs"};
+Counter g_errors_eacces{"errors.eacces"};
+Counter g_errors_other{"errors.other"};
+
+}  // namespace
+
+const fuse_lowlevel_ops* CountedOperations(const fuse_lowlevel_ops* inner) {
+  static fuse_lowlevel_ops ops = *inner;
+  g_inner = inner;
+  Wrap<&fuse_lowlevel_ops::lookup>(&ops, "lookup");
+  Wrap<&fuse_lowlevel_ops::forget>(&ops, "forget");
+  Wrap<&fuse_lowlevel_ops::forget_multi>(&ops, "forget_multi");
+  Wrap<&fuse_lowlevel_ops::getattr>(&ops, "getattr");
+  Wrap<&fuse_lowlevel_ops::setattr>(&ops, "setattr");
+  Wrap<&fuse_lowlevel_ops::readlink>(&ops, "readlink");
+  Wrap<&fuse_lowlevel_ops::mknod>(&ops, "mknod");
+  Wrap<&fuse_lowlevel_ops::mkdir>(&ops, "mkdir");
+  Wrap<&fuse_lowlevel_ops::unlink>(&ops, "unlink");
+  Wrap<&fuse_lowlevel_ops::rmdir>(&ops, "rmdir");
+  Wrap<&fuse_lowlevel_ops::symlink>(&ops, "symlink");
+  Wrap<&fuse_lowlevel_ops::rename>(&ops, "rename");
+  Wrap<&fuse_lowlevel_ops::link>(&ops, "link");
+  Wrap<&fuse_lowlevel_ops::open>(&ops, "open");
+  Wrap<&fuse_lowlevel_ops::read>(&ops, "read");
+  Wrap<&fuse_lowlevel_ops::write>(&ops, "write");
+  Wrap<&fuse_lowlevel_ops::flush>(&ops, "flush");
+  Wrap<&fuse_lowlevel_ops::release>(&ops, "release");
+  Wrap<&fuse_lowlevel_ops::fsync>(&ops, "fsync");
+  Wrap<&fuse_lowlevel_ops::opendir>(&ops, "opendir");
+  Wrap<&fuse_lowlevel_ops::readdir>(&ops, "readdir");
+  Wrap<&fuse_lowlevel_ops::releasedir>(&ops, "releasedir");
+  Wrap<&fuse_lowlevel_ops::fsyncdir>(&ops, "fsyncdir");
+  Wrap<&fuse_lowlevel_ops::statfs>(&ops, "statfs");
+  Wrap<&fuse_lowlevel_ops::setxattr>(&ops, "setxattr");
+  Wrap<&fuse_lowlevel_ops::getxattr>(&ops, "getxattr");
+  Wrap<&fuse_lowlevel_ops::listxattr>(&ops, "listxattr");
+  Wrap<&fuse_lowlevel_ops::removexattr>(&ops, "removexattr");
+  Wrap<&fuse_lowlevel_ops::access>(&ops, "access");
+  Wrap<&fuse_lowlevel_ops::create>(&ops, "create");
+  Wrap<&fuse_lowlevel_ops::fallocate>(&ops, "fallocate");
+  Wrap<&fuse_lowlevel_ops::readdirplus>(&ops, "readdirplus");
+  return &ops;
+}
+
+void CountErrorReply(int err) {
+  g_errors_total.Add();
+  switch (err) {
+    case EIO:
+      g_errors_eio.Add();
+      break;
+    case EROFS:
+      g_errors_erofs.Add();
+      break;
+    case EACCES:
+      g_errors_eacces.Add();
+      break;
+    default:
+      g_errors_other.Add();
+      break;
+  }
+}
+
+}  // namespace stampfs
