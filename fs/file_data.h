@@ -29,6 +29,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -105,6 +106,12 @@ class FileData {
   // Commits what the dirty journal holds from an earlier run (after a crash),
   // or turns it into conflict copies. Run before serving.
   Status ReplayJournal();
+  // At shutdown (SIGTERM, umount): commits every file with changes, open or
+  // kept after a failed close, one after another while `budget` lasts (a
+  // commit under way is finished, bounded by the request deadlines). What is
+  // left stays in the dirty journal for the next mount. Returns how many
+  // files were left with changes.
+  size_t CommitAll(std::chrono::milliseconds budget);
 
   uint64_t blob_requests() const { return blob_requests_; }
 

@@ -99,6 +99,35 @@ Status FileData::ReplayJournal() {
   return Status::Ok();
 }
 
+size_t FileData::CommitAll(std::chrono::milliseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  std::vector<FilePtr> files;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [ino, f] : files_) files.push_back(f);
+  }
+  size_t left = 0;
+  for (const FilePtr& fp : files) {
+    Lock lock(fp->mu);
+    if (!fp->loaded || !fp->dirty) continue;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      LogWarning("shutdown: " + fp->path + ": no time left to commit; the changes stay in " +
+                 "the cache journal for the next mount");
+      ++left;
+      continue;
+    }
+    Status s = CommitLocked(fp, lock);
+    if (fp->dirty) {
+      LogWarning("shutdown: " + fp->path + ": not committed (" + s.ToString() +
+                 "); the changes stay in the cache journal for the next mount");
+      ++left;
+    } else {
+      LogInfo("shutdown: committed " + fp->path);
+    }
+  }
+  return left;
+}
+
 // Commits one journaled file with the preconditions it had (the conflict
 // policy applies), or saves it as a conflict copy when its entry is gone or
 // names another file now.

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,12 +22,14 @@
 #include "fs/file_data.h"
 #include "fs/fuse_ops.h"
 #include "fs/log.h"
+#include "fs/mount_config.h"
 #include "fs/mount_options.h"
 #include "fs/namespace.h"
 #include "fs/op_counters.h"
 #include "fs/stat_cli.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
+#include "storage/sas.h"
 #include "storage/stats.h"
 
 namespace stampfs {
@@ -55,20 +59,6 @@ std::string HintFor(const Status& s) {
     default:
       return "";
   }
-}
-
-Result<StorageAccount> LoadAccount(const MountOptions& o) {
-  std::string text;
-  if (!o.connection_string_file.empty()) {
-    auto t = ReadConnectionStringFile(o.connection_string_file);
-    STAMPFS_RETURN_IF_ERROR(t);
-    text = *t;
-  } else if (const char* env = std::getenv("AZURE_STORAGE_CONNECTION_STRING"); env && *env) {
-    text = env;
-  } else {
-    text = kDevelopmentConnectionString;
-  }
-  return ParseConnectionString(text);
 }
 
 // Holds an exclusive lock on the cache directory for the life of the mount.
@@ -114,9 +104,22 @@ int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns,
         fuse_loop_config cfg{};
         cfg.clone_fd = 0;
         cfg.max_idle_threads = 16;
-        rc = fuse_session_loop_mt(se, &cfg) == 0 ? 0 : 1;
+        // A signal (SIGTERM, SIGINT, SIGHUP) ends the loop with its number:
+        // an orderly stop.
+        int loop = fuse_session_loop_mt(se, &cfg);
+        rc = loop == 0 || loop == SIGTERM || loop == SIGINT || loop == SIGHUP ? 0 : 1;
+        if (loop > 0) LogInfo("signal " + std::to_string(loop) + ": unmounting");
       }
       fuse_session_unmount(se);
+      // SIGTERM may end the loop while files are open with changes, and a
+      // failed close keeps its changes loaded: commit them now, bounded.
+      auto budget = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout * 1000));
+      size_t left = data.CommitAll(budget);
+      if (left > 0) {
+        LogWarning("shutdown: " + std::to_string(left) +
+                   " file(s) with changes not committed; they stay in the cache journal of " +
+                   o.cache_dir + " and are committed by the next mount");
+      }
     } else {
       Fail("cannot mount at " + o.mountpoint);
     }
@@ -157,6 +160,17 @@ int Mount(const std::vector<std::string>& args) {
   }
   auto account = LoadAccount(o);
   if (!account.ok()) return Fail(account.status().message());
+  // A SAS that cannot write mounts read-only: writes get EROFS, not 403/EACCES.
+  if (!o.read_only && account->HasSas() && !account->HasKey()) {
+    for (const std::string* sas : {&account->sas_token, &account->table_sas_token}) {
+      if (sas->empty() || !ParseSas(*sas).read_only()) continue;
+      std::string message = "the SAS token grants read-only access (" + DescribeSas(*sas) +
+                            "): mounting read-only; writes fail with EROFS";
+      LogWarning(message);  // stderr: the daemon has not switched to syslog yet
+      o.read_only = true;
+      break;
+    }
+  }
   if (o.cache_dir.empty()) o.cache_dir = DefaultCacheDir(account->account_name, o.container);
   auto lock = LockCacheDir(o.cache_dir);
   if (!lock.ok()) return Fail(lock.status().message());

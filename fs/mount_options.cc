@@ -4,8 +4,10 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <set>
 
+#include "fs/mount_config.h"
 #include "storage/auth.h"
 
 namespace stampfs {
@@ -15,14 +17,13 @@ namespace {
 // Options mount(8) and fstab use that mean nothing to stampfs.
 const std::set<std::string>& IgnoredOptions() {
   static const std::set<std::string> kIgnored = {
-      "rw", "defaults", "auto", "noauto", "user", "users", "nouser", "_netdev", "nofail",
-      "atime", "noatime", "relatime", "strictatime", "nodiratime", "async", "sync"};
+      "rw",     "defaults", "auto",    "noauto",   "user",        "users",      "nouser", "_netdev",
+      "nofail", "atime",    "noatime", "relatime", "strictatime", "nodiratime", "async",  "sync"};
   return kIgnored;
 }
 
 const std::set<std::string>& KernelOptions() {
-  static const std::set<std::string> kKernel = {"nosuid", "suid", "nodev", "dev", "noexec",
-                                                "exec"};
+  static const std::set<std::string> kKernel = {"nosuid", "suid", "nodev", "dev", "noexec", "exec"};
   return kKernel;
 }
 
@@ -37,20 +38,32 @@ Result<uint32_t> ParseU32(const std::string& key, const std::string& value, int 
 }
 
 Status ApplyValueOption(const std::string& key, const std::string& value, MountOptions* o) {
-  if (key == "attr_timeout") {
+  static const std::map<std::string, std::string MountOptions::*> kStrings = {
+      {"cache_dir", &MountOptions::cache_dir},
+      {"table", &MountOptions::table},
+      {"connection_string_file", &MountOptions::connection_string_file},
+      {"account_name", &MountOptions::account_name},
+      {"account_key_file", &MountOptions::account_key_file},
+      {"sas_token_file", &MountOptions::sas_token_file},
+      {"table_sas_token_file", &MountOptions::table_sas_token_file},
+      {"blob_endpoint", &MountOptions::blob_endpoint},
+      {"table_endpoint", &MountOptions::table_endpoint},
+      {"endpoint_suffix", &MountOptions::endpoint_suffix},
+  };
+  if (auto it = kStrings.find(key); it != kStrings.end()) {
+    o->*(it->second) = value;
+  } else if (key == "attr_timeout" || key == "shutdown_timeout") {
+    const double limit = key == "attr_timeout" ? 86400 : 3600;
     char* end = nullptr;
     double v = std::strtod(value.c_str(), &end);
-    if (value.empty() || *end != '\0' || v < 0 || v > 86400) {
-      return Status(Code::kInvalidArgument, "option attr_timeout=" + value +
-                                                ": expected seconds between 0 and 86400");
+    if (value.empty() || *end != '\0' || v < 0 || v > limit) {
+      return Status(Code::kInvalidArgument, "option " + key + "=" + value +
+                                                ": expected seconds between 0 and " +
+                                                std::to_string(static_cast<int>(limit)));
     }
-    o->attr_timeout = v;
-  } else if (key == "cache_dir") {
-    o->cache_dir = value;
-  } else if (key == "table") {
-    o->table = value;
-  } else if (key == "connection_string_file") {
-    o->connection_string_file = value;
+    (key == "attr_timeout" ? o->attr_timeout : o->shutdown_timeout) = v;
+  } else if (key == "config") {
+    // Applied before everything else by ParseMountArgs.
   } else if (key == "log_level") {
     o->log_level = value;
   } else if (key == "cache_size" || key == "block_size") {
@@ -76,9 +89,11 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
     (key == "uid" ? o->uid : key == "gid" ? o->gid : o->umask) = *v;
   } else if (key == "connection_string" || key == "account_key" || key == "sas_token") {
     return Status(Code::kInvalidArgument,
-                  "option " + key + " is refused: secrets on the command line are visible to "
-                  "every user (ps); use connection_string_file=FILE (mode 0600) or "
-                  "$AZURE_STORAGE_CONNECTION_STRING");
+                  "option " + key +
+                      " is refused: secrets on the command line are visible to "
+                      "every user (ps); use connection_string_file=FILE, account_key_file=FILE or "
+                      "sas_token_file=FILE (mode 0600), a config file, or "
+                      "$AZURE_STORAGE_CONNECTION_STRING");
   } else if (key.rfind("x-systemd.", 0) == 0 || key == "comment") {
     // for systemd and fstab only
   } else {
@@ -104,6 +119,8 @@ Status ApplyOptionList(const std::string& list, MountOptions* o) {
       o->read_only = true;
     } else if (opt == "allow_other") {
       o->allow_other = true;
+    } else if (opt == "allow_http") {
+      o->allow_http = true;
     } else if (opt == "debug") {
       o->log_level = "debug";
     } else if (KernelOptions().count(opt)) {
@@ -115,8 +132,43 @@ Status ApplyOptionList(const std::string& list, MountOptions* o) {
   return Status::Ok();
 }
 
+namespace {
+
+// The config file named anywhere in the arguments (the last one wins).
+Result<std::string> FindConfigFile(const std::vector<std::string>& args) {
+  std::string config;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string list;
+    if (a == "--config") {
+      if (i + 1 >= args.size()) return Status(Code::kInvalidArgument, "--config needs a value");
+      config = args[++i];
+    } else if (a.rfind("--config=", 0) == 0) {
+      config = a.substr(9);
+    } else if (a == "-o" && i + 1 < args.size()) {
+      list = args[++i];
+    } else if (a.rfind("-o", 0) == 0 && a.size() > 2) {
+      list = a.substr(2);
+    }
+    size_t start = 0;
+    while (!list.empty() && start < list.size()) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string::npos) comma = list.size();
+      std::string opt = list.substr(start, comma - start);
+      if (opt.rfind("config=", 0) == 0) config = opt.substr(7);
+      start = comma + 1;
+    }
+  }
+  return config;
+}
+
+}  // namespace
+
 Result<MountOptions> ParseMountArgs(const std::vector<std::string>& args) {
   MountOptions o;
+  auto config = FindConfigFile(args);
+  STAMPFS_RETURN_IF_ERROR(config);
+  if (!config->empty()) STAMPFS_RETURN_IF_ERROR(ApplyConfigFile(*config, &o));
   std::vector<std::string> positional;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -132,6 +184,10 @@ Result<MountOptions> ParseMountArgs(const std::vector<std::string>& args) {
       STAMPFS_RETURN_IF_ERROR(ApplyOptionList(*v, &o));
     } else if (a.rfind("-o", 0) == 0 && a.size() > 2) {
       STAMPFS_RETURN_IF_ERROR(ApplyOptionList(a.substr(2), &o));
+    } else if (a == "--config") {
+      ++i;  // applied first
+    } else if (a.rfind("--config=", 0) == 0) {
+      // applied first
     } else if (a == "--connection-string-file") {
       auto v = next(a);
       STAMPFS_RETURN_IF_ERROR(v);
@@ -145,11 +201,16 @@ Result<MountOptions> ParseMountArgs(const std::vector<std::string>& args) {
       positional.push_back(a);
     }
   }
-  if (positional.size() != 2) {
+  // From the config file, CONTAINER or both may be left out.
+  if (positional.size() == 2) {
+    o.container = positional[0];
+    o.mountpoint = positional[1];
+  } else if (positional.size() == 1 && !o.container.empty()) {
+    o.mountpoint = positional[0];
+  } else if (positional.size() > 2 || o.container.empty() || o.mountpoint.empty() ||
+             !positional.empty()) {
     return Status(Code::kInvalidArgument, "expected CONTAINER and MOUNTPOINT");
   }
-  o.container = positional[0];
-  o.mountpoint = positional[1];
   STAMPFS_RETURN_IF_ERROR(CheckContainerName(o.container));
   if (o.table.empty()) o.table = DefaultTableName(o.container);
   return o;
@@ -162,17 +223,29 @@ Result<uint64_t> ParseByteSize(const std::string& key, const std::string& value)
   int shift = 0;
   if (end != nullptr && *end != '\0' && end[1] == '\0') {
     switch (*end) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      case 't': case 'T': shift = 40; break;
-      default: shift = -1;
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      case 't':
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        shift = -1;
     }
     if (shift >= 0) ++end;
   }
   if (value.empty() || value[0] == '-' || errno != 0 || end == nullptr || *end != '\0' ||
-      value[0] < '0' || value[0] > '9' ||
-      shift < 0 || (shift > 0 && v > (~0ull >> shift))) {
+      value[0] < '0' || value[0] > '9' || shift < 0 || (shift > 0 && v > (~0ull >> shift))) {
     return Status(Code::kInvalidArgument,
                   "option " + key + "=" + value + ": expected a size such as 512M or 2G");
   }
@@ -216,31 +289,53 @@ std::string DefaultCacheDir(const std::string& account, const std::string& conta
 }
 
 std::string MountUsage() {
-  return R"(usage: stampfs mount [-f] [-o OPTIONS] [--connection-string-file FILE] CONTAINER MOUNTPOINT
+  return R"(usage: stampfs mount [-f] [--config FILE] [-o OPTIONS] [--connection-string-file FILE]
+                     CONTAINER MOUNTPOINT
 
-Mounts an Azure Storage container. The connection string is read from
---connection-string-file FILE (or -o connection_string_file=FILE), else from
-$AZURE_STORAGE_CONNECTION_STRING, else UseDevelopmentStorage=true (Azurite).
+Mounts an Azure Storage container. The connection comes from, in order:
+connection_string_file (or connection_string in the config file); else
+account_name with account_key_file or sas_token_file; else
+$AZURE_STORAGE_CONNECTION_STRING; else UseDevelopmentStorage=true (Azurite).
+Secrets are never accepted on the command line.
 
-  -f                          stay in the foreground, log to stderr
+  -f, --foreground            stay in the foreground, log to stderr (else syslog)
+  --config FILE, -o config=FILE
+                              read options from FILE (key = value lines, below)
+  --connection-string-file FILE, -o connection_string_file=FILE
+                              a connection string (file mode 0600)
+  -o account_name=NAME        the storage account (with a key or SAS file)
+  -o account_key_file=FILE    Shared Key: the account key (file mode 0600)
+  -o sas_token_file=FILE      an account SAS, or a container SAS (file mode 0600);
+                              a read-only SAS (no w/a/c/d/u in sp) mounts read-only
+  -o table_sas_token_file=FILE
+                              the table's own SAS, with a container SAS
+  -o blob_endpoint=URL        default https://ACCOUNT.blob.SUFFIX
+  -o table_endpoint=URL       default https://ACCOUNT.table.SUFFIX
+  -o endpoint_suffix=SUFFIX   default core.windows.net
+  -o allow_http               allow plain http to a host that is not loopback
   -o ro                       read-only mount
   -o allow_other              let other users access the mount
   -o attr_timeout=SECONDS     trust cached metadata this long (default 2)
-  -o cache_dir=PATH           local cache (default ~/.cache/stampfs/ACCOUNT/CONTAINER)
-  -o table=NAME               metadata table (default fs + container name)
-  -o uid=N,gid=N              show every file as owned by N
-  -o umask=OCTAL              mask permission bits shown
-  -o connection_string_file=FILE
-  -o log_level=error|warning|info|debug
-  -o cache_size=SIZE          block cache cap, e.g. 512M, 4G (default 1G); uncommitted
-                              data is never evicted: writers wait for uploads instead
+  -o cache_dir=PATH           local cache (default ~/.cache/stampfs/ACCOUNT/CONTAINER,
+                              /var/cache/stampfs/ACCOUNT/CONTAINER for root)
+  -o cache_size=SIZE          block cache cap, e.g. 512M, 4G (default 1G, at least 16M);
+                              uncommitted data is never evicted: writers wait instead
   -o block_size=SIZE          base block size of new files (default 4M, 64K..64M)
+  -o table=NAME               metadata table (default fs + container name)
   -o conflict=copy|fail|overwrite
                               when another writer committed a file first: save this
                               writer's data as NAME.conflict-HOST-TIME (default), only
                               fail (EIO, data kept in the cache), or overwrite
+  -o shutdown_timeout=SECONDS at unmount/SIGTERM, commit dirty files this long at most
+                              (default 30); what is left stays journaled
+  -o uid=N, -o gid=N          show every file as owned by N
+  -o umask=OCTAL              mask permission bits shown (default 0)
+  -o log_level=error|warning|info|debug   (default info; -o debug = debug)
   -o nosuid,nodev,noexec      passed to the kernel
-)";
+  mount(8) options (_netdev, nofail, auto, noauto, user, users, nouser, defaults,
+  rw, x-systemd.*) are accepted and ignored.
+
+)" + ConfigFileHelp();
 }
 
 }  // namespace stampfs

@@ -30,7 +30,23 @@ struct MountOptions {
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;
   std::optional<uint32_t> umask;
+  std::string config_file;  // --config FILE / -o config=FILE (fs/mount_config.h)
+  // The connection: a connection string file, or an account with a key file
+  // or SAS token files. Secrets only ever come from files.
   std::string connection_string_file;
+  std::string account_name;
+  std::string account_key_file;
+  std::string sas_token_file;        // account SAS, or a container SAS for the blob service
+  std::string table_sas_token_file;  // the table's own SAS (with a container SAS)
+  std::string blob_endpoint;         // default https://ACCOUNT.blob.SUFFIX
+  std::string table_endpoint;        // default https://ACCOUNT.table.SUFFIX
+  std::string endpoint_suffix;       // default core.windows.net
+  bool allow_http = false;           // plain http to a host that is not loopback
+  // Secrets written in the config file itself (which must then be mode 0600).
+  std::string inline_connection_string;
+  std::string inline_account_key;
+  std::string inline_sas_token;
+  double shutdown_timeout = 30.0;  // seconds to commit dirty files at unmount
   std::string log_level = "info";
   uint64_t cache_size = 1ull << 30;  // block cache cap in bytes (-o cache_size=SIZE)
   uint64_t block_size = 4ull << 20;  // base block size of new files (-o block_size=SIZE)
@@ -40,6 +56,9 @@ struct MountOptions {
 };
 
 // Parses the arguments after "mount". Errors name the offending option.
+// A config file (--config FILE or -o config=FILE) is applied first, whatever
+// its place; the command line then overrides it. CONTAINER and MOUNTPOINT may
+// come from the config file (`container =`, `mountpoint =`).
 Result<MountOptions> ParseMountArgs(const std::vector<std::string>& args);
 // Applies one "-o" list ("ro,attr_timeout=5,...") to `options`.
 Status ApplyOptionList(const std::string& list, MountOptions* options);

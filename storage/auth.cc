@@ -220,7 +220,9 @@ RequestSigner MakeSigner(const StorageAccount& account, Service service, HttpDat
       request.SetHeader("Authorization", "SharedKey " + name + ":" + Sign(key, sts));
     };
   }
-  std::string sas = account.sas_token;
+  std::string sas = service == Service::kTable && !account.table_sas_token.empty()
+                        ? account.table_sas_token
+                        : account.sas_token;
   return [sas, now](HttpRequest& request) {
     request.SetHeader("x-ms-date", now());
     if (sas.empty()) return;

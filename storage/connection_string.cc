@@ -224,6 +224,37 @@ Result<StorageAccount> Development(const Fields& fields) {
 
 }  // namespace
 
+namespace {
+
+bool IsLoopbackHttp(const std::string& endpoint, bool* is_http) {
+  std::string lower = Lower(endpoint);
+  *is_http = lower.rfind("http://", 0) == 0;
+  if (!*is_http) return false;
+  std::string authority = lower.substr(7, lower.find('/', 7) - 7);
+  std::string host;
+  if (!authority.empty() && authority[0] == '[') {
+    host = authority.substr(0, authority.find(']') + 1);
+  } else {
+    host = authority.substr(0, authority.find(':'));
+  }
+  return host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace
+
+Status CheckEndpointsSecure(const StorageAccount& account, bool allow_http) {
+  for (const std::string* endpoint : {&account.blob_endpoint, &account.table_endpoint}) {
+    bool is_http = false;
+    if (IsLoopbackHttp(*endpoint, &is_http) || !is_http || allow_http) continue;
+    return Status(Code::kInvalidArgument,
+                  "endpoint " + *endpoint +
+                      " is plain http to a host that is not loopback: requests and their "
+                      "credentials would cross the network unencrypted; use https, or "
+                      "allow_http if you really mean it");
+  }
+  return Status::Ok();
+}
+
 std::string StorageAccount::Describe() const {
   const char* auth = HasKey() ? "SharedKey" : HasSas() ? "SAS" : "anonymous";
   return account_name + " (blob " + blob_endpoint + ", table " + table_endpoint + ", " + auth + ")";

@@ -15,6 +15,9 @@ struct StorageAccount {
   std::string account_name;
   std::string account_key;  // base64 as given; empty when a SAS is used. Never log.
   std::string sas_token;    // without a leading '?'; empty with a key. Never log.
+  // The table's own SAS when sas_token is a container SAS (which the Table
+  // service does not take); empty: sas_token signs both. Never log.
+  std::string table_sas_token;
   std::string blob_endpoint;
   std::string table_endpoint;
 
@@ -33,6 +36,11 @@ inline constexpr const char* kDevelopmentConnectionString = "UseDevelopmentStora
 // FileEndpoint, EndpointSuffix, SharedAccessSignature. Errors name the field
 // at fault and never echo a key or signature.
 Result<StorageAccount> ParseConnectionString(const std::string& text);
+
+// Plain http only to a loopback host (the emulator) unless `allow_http`:
+// anywhere else a key-signed request or a SAS would cross the network in the
+// clear. (https always verifies the peer certificate: curl_transport.cc.)
+Status CheckEndpointsSecure(const StorageAccount& account, bool allow_http);
 
 // Reads a connection string from a file (surrounding whitespace trimmed).
 Result<std::string> ReadConnectionStringFile(const std::string& path);

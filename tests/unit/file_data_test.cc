@@ -530,6 +530,26 @@ TEST_F(FileDataTest, AConflictCopyLandsInTheFilesOwnDirectory) {
   }
 }
 
+TEST_F(FileDataTest, CommitAllAtShutdownCommitsFilesStillOpen) {
+  const std::string content = Pattern(3 * kBlock + 5, 21);
+  Mount m = NewMount("shutdown");
+  uint64_t ino = Create(m, "open-at-exit");
+  Write(m, ino, content, 0);
+  EXPECT_EQ(m.data->CommitAll(std::chrono::seconds(30)), 0u);
+  EXPECT_EQ(Blob("open-at-exit"), content);
+  EXPECT_TRUE(m.blocks->Journaled().empty());
+}
+
+TEST_F(FileDataTest, CommitAllLeavesWhatFailsInTheJournal) {
+  Mount m = NewMount("shutdown-fails");
+  uint64_t ino = Create(m, "unlucky");
+  Write(m, ino, "changes", 0);
+  plan_->FailAlways(Status(Code::kTransport, "backend gone"), "Put");
+  plan_->FailAlways(Status(Code::kTransport, "backend gone"), "PutBlockList");
+  EXPECT_EQ(m.data->CommitAll(std::chrono::seconds(30)), 1u);
+  EXPECT_EQ(m.blocks->Journaled().size(), 1u);
+}
+
 TEST_F(FileDataTest, TheJournalReplaysWritesAfterASimulatedCrash) {
   const std::string v1 = Pattern(4 * kBlock, 13);
   const std::string fresh = Pattern(3 * kBlock + 77, 14);
