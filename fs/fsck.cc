@@ -7,6 +7,8 @@
 #include "fs/attr.h"
 #include "fs/inode_table.h"
 #include "fs/names.h"
+#include "fs/namespace.h"
+#include "fs/rename_intent.h"
 #include "storage/table_keys.h"
 
 namespace stampfs {
@@ -56,6 +58,15 @@ Fsck::Fsck(TableStore& table, BlobStore& blobs, FsckOptions options)
 
 Result<FsckReport> Fsck::Run() {
   STAMPFS_RETURN_IF_ERROR(Load());
+  if (CheckIntents()) {
+    // Renames were rolled forward: check the tree they left.
+    scan_ = TableScan{};
+    blob_list_.clear();
+    blobs_by_name_.clear();
+    max_ino_ = 0;
+    report_.files = report_.directories = 0;
+    STAMPFS_RETURN_IF_ERROR(Load());
+  }
   CheckUnknownRows();
   CheckFsRows();
   CheckDotRows();
@@ -156,14 +167,10 @@ Status Fsck::RemoveEntry(const EntryRef& ref) {
 
 void Fsck::CheckUnknownRows() {
   for (const Entity& e : scan_.other) {
-    const std::string where = e.partition_key + " / " + e.row_key;
-    if (e.partition_key == kIntentsPartition) {
-      Add(FsckKind::kIntent, where, "an intent row: this version cannot roll intents forward")
-          .repair = "left alone";
-    } else {
-      Add(FsckKind::kUnknownRow, where, "a row in a partition stampfs does not use").repair =
-          "left alone";
-    }
+    if (e.partition_key == kIntentsPartition) continue;  // CheckIntents
+    Add(FsckKind::kUnknownRow, e.partition_key + " / " + e.row_key,
+        "a row in a partition stampfs does not use")
+        .repair = "left alone";
   }
   for (const auto& [rk, e] : scan_.fs_rows) {
     if (rk == kFormatRowKey || rk == kInoCounterRowKey || rk == kImportRowKey) continue;
@@ -179,6 +186,52 @@ void Fsck::CheckUnknownRows() {
           .repair = "left alone";
     }
   }
+}
+
+// Unfinished renames (fs/rename_intent.h). A repair finishes them first, with
+// the steps a mount uses (Namespace::RollForwardIntents), so the other checks
+// see the renamed tree and never "repair" a half-moved one. Returns whether
+// anything was rolled forward.
+bool Fsck::CheckIntents() {
+  std::vector<const Entity*> rows;
+  for (const Entity& e : scan_.other) {
+    if (e.partition_key == kIntentsPartition) rows.push_back(&e);
+  }
+  if (rows.empty()) return false;
+  if (!options_.repair) {
+    for (const Entity* e : rows) {
+      auto intent = IntentFromEntity(*e);
+      Add(FsckKind::kIntent, "~intents / " + e->row_key,
+          intent.ok() ? "unfinished " + intent->Describe() : intent.status().message())
+          .repair = "rolled forward by --repair or the next mount";
+    }
+    return false;
+  }
+  NamespaceOptions no;
+  no.container = options_.container;
+  no.table = options_.table;
+  Namespace ns(table_, blobs_, nullptr, no);
+  auto outcomes = ns.RollForwardIntents(true);
+  if (!outcomes.ok()) {
+    Add(FsckKind::kIntent, "~intents", "unfinished renames").repair =
+        "repair failed: " + outcomes.status().ToString();
+    return false;
+  }
+  bool any = false;
+  for (const IntentOutcome& o : *outcomes) {
+    FsckFinding& f =
+        Add(FsckKind::kIntent, "~intents / " + o.intent.id,
+            o.intent.from.empty() ? "an unreadable intent" : "unfinished " + o.intent.Describe());
+    if (o.status.ok()) {
+      Done(f, o.status, "rolled forward");
+    } else if (o.settled) {
+      Done(f, Status::Ok(), "dropped, nothing moved: " + o.status.ToString());
+    } else {
+      Done(f, o.status, "");
+    }
+    any = any || o.status.ok() || o.settled;
+  }
+  return any;
 }
 
 void Fsck::CheckFsRows() {

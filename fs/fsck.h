@@ -21,8 +21,10 @@
 //   directory): imported (fs/import.h) at the end of a repair.
 // - duplicate inode numbers: the entry created later (ctime, then path)
 //   gets a new number.
+// - unfinished renames (~intents rows): reported; a repair rolls them
+//   forward first (Namespace::RollForwardIntents), then checks the result.
 // - rows stampfs does not know (other partitions, entries without ino or
-//   mode, ~intents rows, which this version does not roll forward): reported.
+//   mode): reported.
 //
 // Repairs are conditional writes (If-Match the ETag fsck read) and entry
 // changes merge the directory's "." row like every other change. fsck reads a
@@ -112,6 +114,7 @@ class Fsck {
   Status MergeEntry(const EntryRef& ref, const std::map<std::string, PropertyValue>& props);
   Status RemoveEntry(const EntryRef& ref);
 
+  bool CheckIntents();
   void CheckUnknownRows();
   void CheckFsRows();
   void CheckDotRows();

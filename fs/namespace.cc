@@ -35,6 +35,10 @@ Namespace::Namespace(TableStore& table, BlobStore& blobs, MetaCache* cache,
                      NamespaceOptions options)
     : table_(table), blobs_(blobs), cache_(cache), options_(std::move(options)) {
   if (!options_.now_ms) options_.now_ms = SystemNowMs;
+  mount_id_ = NewIntentId(NowNs()).substr(21);
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  host_ = host;
 }
 
 int64_t Namespace::NowMs() const { return options_.now_ms(); }
@@ -44,6 +48,16 @@ std::mutex& Namespace::StripeFor(const std::string& dir_path) {
 }
 
 Status Namespace::Init() {
+  STAMPFS_RETURN_IF_ERROR(InitTables());
+  if (options_.read_only) return Status::Ok();
+  auto outcomes = RollForwardIntents(false);
+  if (!outcomes.ok()) {
+    LogWarning("unfinished renames could not be read: " + outcomes.status().ToString());
+  }
+  return Status::Ok();
+}
+
+Status Namespace::InitTables() {
   const std::string& c = options_.container;
   const std::string& t = options_.table;
   if (!options_.read_only) {

@@ -28,6 +28,7 @@
 #include "cache/meta_cache.h"
 #include "fs/attr.h"
 #include "fs/inode_table.h"
+#include "fs/rename_intent.h"
 #include "fs/xattr.h"
 #include "storage/blob_store.h"
 #include "storage/table_store.h"
@@ -44,6 +45,17 @@ struct NamespaceOptions {
   uint32_t umask = 0;  // -o umask=: applied to modes shown
   uint64_t ino_range = 1024;  // inode numbers reserved per counter update
   std::function<int64_t()> now_ms;  // clock for TTLs (tests); default: system clock
+  // Another live mount's unfinished rename intents are left to it this long;
+  // those of a dead process on this host are rolled forward at once.
+  int64_t intent_grace_ms = 10 * 60 * 1000;
+};
+
+// What became of one unfinished rename found in ~intents.
+struct IntentOutcome {
+  RenameIntent intent;
+  bool skipped = false;  // another live mount's, within the grace period
+  Status status;         // of the roll-forward (or why the row is unreadable)
+  bool settled = false;  // the intent row is gone: finished, or dropped with nothing moved
 };
 
 struct DirEntry {
@@ -75,8 +87,17 @@ class Namespace {
   Namespace(TableStore& table, BlobStore& blobs, MetaCache* cache, NamespaceOptions options);
 
   // Creates the table, container, root "." row and ~fs rows when missing
-  // (except read-only), and checks that the credentials can read both.
+  // (except read-only), and checks that the credentials can read both. A
+  // read-write mount then rolls forward the unfinished renames that crashed
+  // mounts left (RollForwardIntents(false)).
   Status Init();
+
+  // Finishes the renames recorded in ~intents: every one (`all`, fsck
+  // --repair), or only those no live mount may still be working on (this
+  // host's dead processes; other hosts' after intent_grace_ms). Each ends
+  // fully renamed; an intent whose rename can no longer happen (its target
+  // was taken meanwhile) is dropped with nothing moved.
+  Result<std::vector<IntentOutcome>> RollForwardIntents(bool all);
 
   Result<Attr> Lookup(uint64_t parent, const std::string& name);
   void Forget(uint64_t ino, uint64_t nlookup);
@@ -152,7 +173,17 @@ class Namespace {
   Status ChangeXattrs(uint64_t ino, const std::function<Status(XattrMap*)>& change);
   Result<std::string> CopyFileBlob(const Entity& entry, const std::string& to_path,
                                    const Condition& dest);
-  Status MoveChildren(const std::string& from, const std::string& to);
+  Status InitTables();
+  // The steps of a rename after its intent row exists, each idempotent:
+  // blobs copied (a directory: MoveChildren), the target entry put, the
+  // source entry deleted, the old blob deleted, the intent deleted. Run by
+  // the live rename and, after a crash, by RollForwardIntents. `settled`:
+  // the intent row is gone (finished or dropped).
+  Status FinishRename(const RenameIntent& intent, std::vector<std::string>* orphaned,
+                      bool* settled);
+  Status FinishPendingRenames();  // REQUIRES: rename_mu_
+  bool MayTakeOver(const RenameIntent& intent) const;
+  Status MoveChildren(const std::string& from, const std::string& to, uint64_t dir_ino);
   int64_t NowMs() const;
 
   TableStore& table_;
@@ -171,6 +202,11 @@ class Namespace {
   std::mutex stripes_[kStripes];
   std::mutex& StripeFor(const std::string& dir_path);
   std::mutex rename_mu_;  // serializes renames (they lock two stripes)
+  // This mount's renames whose steps failed after the intent was written
+  // (the backend was away): finished before the next rename. GUARDED_BY(rename_mu_)
+  std::vector<RenameIntent> pending_renames_;
+  std::string mount_id_;  // random, names this instance in the intents it writes
+  std::string host_;
 };
 
 }  // namespace stampfs

@@ -211,13 +211,16 @@ TEST_F(FsckTest, InodeCounterBehindAndMissingFsRowsAreRepaired) {
   EXPECT_GT(c->GetInt64("next"), 3);
 }
 
-TEST_F(FsckTest, UnknownRowsAndIntentsAreReportedAndLeftAlone) {
+// An intent this version cannot read is reported and kept (readable ones are
+// rolled forward: tests/unit/rename_crash_test.cc).
+TEST_F(FsckTest, UnknownRowsAndUnreadableIntentsAreReportedAndLeftAlone) {
   ASSERT_TRUE(table_->Insert(kTable, {"~intents", "r1", {{"op", std::string("rename")}}, {}}).ok());
   ASSERT_TRUE(table_->Insert(kTable, {"zzz", "row", {}, {}}).ok());
   ASSERT_TRUE(table_->Insert(kTable, {PartitionKeyForDirectory("/docs"), "noino", {}, {}}).ok());
   FsckReport r = Check(true);
-  EXPECT_EQ(Found(r), (std::vector<std::string>{"unknown-row zzz / row", "intent ~intents / r1",
+  EXPECT_EQ(Found(r), (std::vector<std::string>{"intent ~intents / r1", "unknown-row zzz / row",
                                                 "unknown-row %2Fdocs / noino"}));
+  EXPECT_TRUE(table_->Get(kTable, "~intents", "r1").ok());
   EXPECT_EQ(r.unrepaired(), 3u);
   EXPECT_FALSE(r.clean());
   EXPECT_TRUE(table_->Get(kTable, "zzz", "row").ok());

@@ -1,0 +1,82 @@
+#include "fs/rename_intent.h"
+
+#include <cstdio>
+#include <random>
+
+#include "fs/table_scan.h"
+
+namespace stampfs {
+
+namespace {
+
+std::string BinaryOr(const Entity& e, const char* name) {
+  const Binary* b = e.GetBinary(name);
+  return b ? b->bytes : std::string();
+}
+
+bool BoolOf(const Entity& e, const char* name) {
+  auto it = e.properties.find(name);
+  if (it == e.properties.end()) return false;
+  if (const bool* b = std::get_if<bool>(&it->second)) return *b;
+  return e.GetInt64(name) != 0;
+}
+
+}  // namespace
+
+std::string RenameIntent::Describe() const {
+  return "rename " + from + " -> " + to + " (" + (is_dir ? "directory" : "file") + ", ino " +
+         std::to_string(ino) + ")";
+}
+
+std::string NewIntentId(int64_t now_ns) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%020lld-%016llx", static_cast<long long>(now_ns),
+                static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+Entity IntentToEntity(const RenameIntent& i) {
+  Entity e{kIntentsPartition, i.id, {}, {}};
+  e.properties["op"] = std::string("rename");
+  e.properties["from"] = Binary{i.from};
+  e.properties["to"] = Binary{i.to};
+  e.properties["ino"] = static_cast<int64_t>(i.ino);
+  e.properties["dir"] = static_cast<int64_t>(i.is_dir ? 1 : 0);
+  e.properties["noreplace"] = static_cast<int64_t>(i.no_replace ? 1 : 0);
+  e.properties["replaced"] = static_cast<int64_t>(i.replaced_ino);
+  e.properties["blob"] = i.blob;
+  e.properties["betag"] = i.betag;
+  e.properties["host"] = i.host;
+  e.properties["pid"] = i.pid;
+  e.properties["mount"] = i.mount;
+  e.properties["created"] = i.created_ns;
+  return e;
+}
+
+Result<RenameIntent> IntentFromEntity(const Entity& row) {
+  const std::string* op = row.GetString("op");
+  if (!op || *op != "rename") {
+    return Status(Code::kInvalidArgument, "intent " + row.row_key + ": unknown operation");
+  }
+  RenameIntent i;
+  i.id = row.row_key;
+  i.from = BinaryOr(row, "from");
+  i.to = BinaryOr(row, "to");
+  i.ino = static_cast<uint64_t>(row.GetInt64("ino"));
+  if (i.from.empty() || i.from[0] != '/' || i.to.empty() || i.to[0] != '/' || i.ino == 0) {
+    return Status(Code::kInvalidArgument, "intent " + row.row_key + ": incomplete rename");
+  }
+  i.is_dir = BoolOf(row, "dir");
+  i.no_replace = BoolOf(row, "noreplace");
+  i.replaced_ino = static_cast<uint64_t>(row.GetInt64("replaced"));
+  if (const std::string* s = row.GetString("blob")) i.blob = *s;
+  if (const std::string* s = row.GetString("betag")) i.betag = *s;
+  if (const std::string* s = row.GetString("host")) i.host = *s;
+  i.pid = row.GetInt64("pid");
+  if (const std::string* s = row.GetString("mount")) i.mount = *s;
+  i.created_ns = row.GetInt64("created");
+  return i;
+}
+
+}  // namespace stampfs

@@ -1,0 +1,47 @@
+// The intent row of a rename (docs/design.md, "Rename"): written to the
+// ~intents partition before a rename changes anything, deleted after its last
+// step. While it exists, the rename is decided but maybe unfinished: the
+// next mount (at start) or `stampfs fsck --repair` finishes it with the same
+// idempotent steps (Namespace::FinishRename).
+//
+// RowKey: "<created ns, 20 digits>-<16 hex random>". Properties: op
+// ("rename"), from/to (Binary paths), ino, dir and noreplace (0/1),
+// replaced (inode of the target the rename replaces, 0: none),
+// blob/betag (the source file's committed blob when the intent was written),
+// host, pid, mount (who wrote it: a live mount's intents are not taken over
+// by another mount before `grace`), created (ns).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "storage/status.h"
+#include "storage/table_store.h"
+
+namespace stampfs {
+
+struct RenameIntent {
+  std::string id;
+  std::string from;  // path of the source ("/a/x")
+  std::string to;    // path of the target
+  uint64_t ino = 0;  // the renamed entry's inode
+  bool is_dir = false;
+  bool no_replace = false;
+  uint64_t replaced_ino = 0;  // the target entry the rename was decided to replace (0: none)
+  std::string blob;           // files: the source blob and its ETag at the start
+  std::string betag;
+  std::string host;
+  int64_t pid = 0;
+  std::string mount;  // id of the Namespace instance that wrote it
+  int64_t created_ns = 0;
+
+  std::string Describe() const;  // "rename /a/x -> /b/y (file, ino 17)"
+};
+
+// A new id, ordered by creation time.
+std::string NewIntentId(int64_t now_ns);
+Entity IntentToEntity(const RenameIntent& intent);
+// kInvalidArgument when the row is not a rename intent this version knows.
+Result<RenameIntent> IntentFromEntity(const Entity& row);
+
+}  // namespace stampfs
