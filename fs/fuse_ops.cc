@@ -24,9 +24,9 @@ FsContext& Ctx(fuse_req_t req) { return *static_cast<FsContext*>(fuse_req_userda
 void ReplyError(fuse_req_t req, const Status& status, const char* op) {
   int err = ErrnoFor(status);
   if (err == EIO || err == EACCES) {
-    LogWarning(std::string(op) + ": " + status.ToString());
+    LogWarning(std::string(op) + CurrentRequestTarget() + ": " + status.ToString());
   } else {
-    LogDebug(std::string(op) + ": " + status.ToString());
+    LogDebug(std::string(op) + CurrentRequestTarget() + ": " + status.ToString());
   }
   CountErrorReply(err);
   fuse_reply_err(req, err);

@@ -191,7 +191,9 @@ Result<MountOptions> ParseMountArgs(const std::vector<std::string>& args) {
     } else if (a == "--connection-string-file") {
       auto v = next(a);
       STAMPFS_RETURN_IF_ERROR(v);
-      o.connection_string_file = *v;
+      // Empty: no file (systemd passes an unset ${VAR} as ""); a config
+      // file's connection_string_file then stays.
+      if (!v->empty()) o.connection_string_file = *v;
     } else if (a == "--connection-string" || a.rfind("--connection-string=", 0) == 0) {
       return Status(Code::kInvalidArgument,
                     "--connection-string is refused: use --connection-string-file FILE");

@@ -1,6 +1,7 @@
 #include "fs/op_counters.h"
 
 #include <cerrno>
+#include <tuple>
 #include <type_traits>
 
 #include "storage/stats.h"
@@ -9,6 +10,30 @@ namespace stampfs {
 namespace {
 
 const fuse_lowlevel_ops* g_inner = nullptr;
+
+struct RequestTarget {
+  fuse_ino_t ino = 0;
+  const char* name = nullptr;  // valid while the operation runs
+};
+thread_local RequestTarget t_target;
+
+// The first argument when it is an inode, the second when it is a name.
+template <typename... Args>
+RequestTarget TargetOf(const Args&... args) {
+  RequestTarget target;
+  std::tuple<const Args&...> all(args...);
+  if constexpr (sizeof...(Args) >= 1) {
+    if constexpr (std::is_same_v<std::tuple_element_t<0, std::tuple<Args...>>, fuse_ino_t>) {
+      target.ino = std::get<0>(all);
+    }
+  }
+  if constexpr (sizeof...(Args) >= 2) {
+    if constexpr (std::is_same_v<std::tuple_element_t<1, std::tuple<Args...>>, const char*>) {
+      target.name = std::get<1>(all);
+    }
+  }
+  return target;
+}
 
 template <auto Member, typename Fn>
 struct Counted;
@@ -19,7 +44,9 @@ struct Counted<Member, void (*)(fuse_req_t, Args...)> {
   static inline Counter* counter = nullptr;
   static void Call(fuse_req_t req, Args... args) {
     counter->Add();
+    t_target = TargetOf(args...);
     (g_inner->*Member)(req, args...);
+    t_target = {};
   }
 };
 
@@ -75,6 +102,13 @@ const fuse_lowlevel_ops* CountedOperations(const fuse_lowlevel_ops* inner) {
   Wrap<&fuse_lowlevel_ops::fallocate>(&ops, "fallocate");
   Wrap<&fuse_lowlevel_ops::readdirplus>(&ops, "readdirplus");
   return &ops;
+}
+
+std::string CurrentRequestTarget() {
+  std::string out;
+  if (t_target.ino != 0) out += " ino " + std::to_string(t_target.ino);
+  if (t_target.name != nullptr) out += " name \"" + std::string(t_target.name) + "\"";
+  return out;
 }
 
 void CountErrorReply(int err) {

@@ -2,7 +2,11 @@
 // storage/stats.h) by wrapping an operation table: each wrapper bumps its
 // counter and calls the wrapped operation, so fs/fuse_ops.cc stays unaware.
 // Failed replies are counted by errno ("errors.total", "errors.eio", ...).
+// The wrappers also remember, per thread, the inode and name the running
+// operation is about, so error logs can name them.
 #pragma once
+
+#include <string>
 
 #include "fs/fuse_ops.h"
 
@@ -14,5 +18,9 @@ const fuse_lowlevel_ops* CountedOperations(const fuse_lowlevel_ops* inner);
 
 // Counts one error reply (ReplyError in fs/fuse_ops.cc).
 void CountErrorReply(int err);
+
+// What the operation running on this thread is about, for its log lines:
+// ` ino 12 name "notes.txt"` (a leading space; empty outside an operation).
+std::string CurrentRequestTarget();
 
 }  // namespace stampfs
