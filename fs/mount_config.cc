@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "storage/sas.h"
+
 namespace stampfs {
 namespace {
 
@@ -210,6 +212,14 @@ Result<StorageAccount> LoadAccount(const MountOptions& o) {
     auto t = ReadSecretFile(o.table_sas_token_file, "table SAS token file");
     STAMPFS_RETURN_IF_ERROR(t);
     account->table_sas_token = (*t)[0] == '?' ? t->substr(1) : *t;
+  }
+  if (!account->HasKey() && ParseSas(account->sas_token).resource == "c" &&
+      account->table_sas_token.empty()) {
+    return Status(Code::kInvalidArgument,
+                  "a container SAS (sr=c) gives no access to the Table service: add "
+                  "table_sas_token_file=FILE with a SAS for the table " +
+                      (o.table.empty() ? std::string("of the mount") : o.table) +
+                      " (tn=TABLE, sp=raud; sp=r for a read-only mount)");
   }
   STAMPFS_RETURN_IF_ERROR(CheckEndpointsSecure(*account, o.allow_http));
   return account;

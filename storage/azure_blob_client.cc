@@ -11,6 +11,7 @@
 #include "storage/auth.h"
 #include "storage/azure_clients.h"
 #include "storage/blob_xml.h"
+#include "storage/sas.h"
 
 namespace stampfs {
 namespace {
@@ -133,9 +134,17 @@ class AzureBlobClient final : public BlobStore {
         http_(options.transport ? options.transport
                                 : std::shared_ptr<HttpTransport>(MakeCurlTransport()),
               options.retry),
-        signer_(MakeSigner(account_, Service::kBlob, options.now ? options.now : HttpDateNow)) {}
+        signer_(MakeSigner(account_, Service::kBlob, options.now ? options.now : HttpDateNow)),
+        container_sas_(!account_.HasKey() && ParseSas(account_.sas_token).resource == "c") {}
 
+  // A container SAS addresses one existing container and allows no
+  // container-level operation: "create" is "exists" when the container
+  // lists, and properties are a one-blob listing.
   Status CreateContainer(const std::string& container) override {
+    if (container_sas_) {
+      STAMPFS_RETURN_IF_ERROR(GetContainerProperties(container));
+      return Status(Code::kAlreadyExists, "container " + container + " exists (container SAS)");
+    }
     HttpRequest request = NewRequest("PUT", ContainerUrl(container, {{"restype", "container"}}));
     return Call(std::move(request), "create container " + container).status();
   }
@@ -146,6 +155,11 @@ class AzureBlobClient final : public BlobStore {
   }
 
   Status GetContainerProperties(const std::string& container) override {
+    if (container_sas_) {
+      ListOptions one;
+      one.max_results = 1;
+      return ListBlobsPage(container, one, "").status();
+    }
     HttpRequest request = NewRequest("HEAD", ContainerUrl(container, {{"restype", "container"}}));
     return Call(std::move(request), "container " + container).status();
   }
@@ -243,6 +257,7 @@ class AzureBlobClient final : public BlobStore {
   StorageAccount account_;
   RetryingHttpClient http_;
   RequestSigner signer_;
+  bool container_sas_;  // sr=c: no container-level operations
 };
 
 Result<BlobListing> AzureBlobClient::ListBlobsPage(const std::string& container,

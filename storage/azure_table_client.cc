@@ -64,7 +64,8 @@ class AzureTableClient : public TableStore {
         http_(Transport(options), options.retry),
         batch_http_(Transport(options), SingleAttempt(options.retry)),
         policy_(options.retry),
-        sign_(MakeSigner(account, Service::kTable, options.now ? options.now : HttpDateNow)) {}
+        sign_(MakeSigner(account, Service::kTable, options.now ? options.now : HttpDateNow)),
+        table_sas_(!account.HasKey() && !account.table_sas_token.empty()) {}
 
   Status CreateTable(const std::string& table) override;
   Status DeleteTable(const std::string& table) override;
@@ -117,10 +118,19 @@ class AzureTableClient : public TableStore {
   RetryingHttpClient batch_http_;  // one attempt per call; SendBatch decides on resends
   RetryPolicy policy_;
   RequestSigner sign_;
+  bool table_sas_;  // a table's own SAS: no table-level operations
 };
 
 Status AzureTableClient::CreateTable(const std::string& table) {
   STAMPFS_RETURN_IF_ERROR(ValidateTableName(table));
+  if (table_sas_) {
+    // A table SAS addresses one existing table and cannot create it: it
+    // "exists" when a one-row query answers.
+    QueryOptions one;
+    one.top = 1;
+    STAMPFS_RETURN_IF_ERROR(QueryPage(table, one, "", "").status());
+    return Status(Code::kAlreadyExists, "table " + table + " exists (table SAS)");
+  }
   HttpRequest request = NewRequest("POST", "Tables");
   request.SetHeader("Prefer", "return-no-content");
   SetJsonBody(&request, "{\"TableName\":\"" + table + "\"}");

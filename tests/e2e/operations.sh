@@ -102,14 +102,37 @@ stat_value() {
 # make_sas PERMISSIONS: an account SAS (blob and table, every resource type)
 # for the emulator's account, signed with its key, valid for two hours.
 make_sas() {
-  local sp=$1 ss=bt srt=sco sv=2019-02-02 spr=https,http se hexkey sig
+  local sp=$1 ss=bt srt=sco sv=2019-02-02 spr=https,http se sig
   se=$(date -u -d '+2 hours' +%Y-%m-%dT%H:%M:%SZ)
-  hexkey=$(printf %s "$DEV_KEY" | base64 -d | xxd -p -c 256)
-  sig=$(printf '%s\n%s\n%s\n%s\n\n%s\n\n%s\n%s\n' "$DEV_ACCOUNT" "$sp" "$ss" "$srt" "$se" "$spr" "$sv" |
-    openssl dgst -sha256 -mac HMAC -macopt "hexkey:$hexkey" -binary | base64 -w0)
-  SIGS+=("$sig")
+  sig=$(printf '%s\n%s\n%s\n%s\n\n%s\n\n%s\n%s\n' "$DEV_ACCOUNT" "$sp" "$ss" "$srt" "$se" "$spr" "$sv" | hmac)
   printf 'sv=%s&ss=%s&srt=%s&sp=%s&se=%s&spr=%s&sig=%s\n' "$sv" "$ss" "$srt" "$sp" \
-    "${se//:/%3A}" "$spr" "$(python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$sig")"
+    "${se//:/%3A}" "$spr" "$(urlencode "$sig")"
+}
+
+# The HMAC-SHA256 of stdin with the account key, base64.
+hmac() {
+  openssl dgst -sha256 -mac HMAC -macopt "hexkey:$(printf %s "$DEV_KEY" | base64 -d | xxd -p -c 256)" \
+    -binary | base64 -w0
+}
+
+urlencode() {
+  python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"
+}
+
+# make_container_sas PERMISSIONS: a service SAS for container $C (sr=c).
+make_container_sas() {
+  local sp=$1 sv=2019-02-02 spr=https,http se sig
+  se=$(date -u -d '+2 hours' +%Y-%m-%dT%H:%M:%SZ)
+  sig=$(printf '%s\n\n%s\n%s\n\n\n%s\n%s\n%s\n\n\n\n\n\n' "$sp" "$se" "/blob/$DEV_ACCOUNT/$C" "$spr" "$sv" c | hmac)
+  printf 'sv=%s&sr=c&sp=%s&se=%s&spr=%s&sig=%s\n' "$sv" "$sp" "${se//:/%3A}" "$spr" "$(urlencode "$sig")"
+}
+
+# make_table_sas TABLE PERMISSIONS: a service SAS for one table (tn=TABLE).
+make_table_sas() {
+  local table=$1 sp=$2 sv=2019-02-02 spr=https,http se sig
+  se=$(date -u -d '+2 hours' +%Y-%m-%dT%H:%M:%SZ)
+  sig=$(printf '%s\n\n%s\n%s\n\n\n%s\n%s\n\n\n\n' "$sp" "$se" "/table/$DEV_ACCOUNT/${table,,}" "$spr" "$sv" | hmac)
+  printf 'sv=%s&tn=%s&sp=%s&se=%s&spr=%s&sig=%s\n' "$sv" "$table" "$sp" "${se//:/%3A}" "$spr" "$(urlencode "$sig")"
 }
 
 # ---------------------------------------------------------------- a config file
@@ -206,8 +229,17 @@ if ! $EMULATOR; then
   echo "  SKIP  SAS, key file and http checks: they sign with the emulator's key (AZURE_STORAGE_CONNECTION_STRING is set)"
 else
   SAS_OPTS="account_name=$DEV_ACCOUNT,blob_endpoint=$BLOB_URL,table_endpoint=$TABLE_URL,attr_timeout=1"
-  (umask 077 && make_sas rl >"$E2E_TMP/sas.ro" && make_sas racwdlu >"$E2E_TMP/sas.rw")
-  mapfile -t SIGS < <(sed -n 's/.*&sig=\(.*\)$/\1/p' "$E2E_TMP/sas.ro" "$E2E_TMP/sas.rw")
+  # The table's name: DefaultTableName (fs/mount_options.cc).
+  TABLE=fs${C//-/}$(printf %s "$C" | sha256sum | cut -c1-8)
+  TABLE=${TABLE:0:63}
+  (
+    umask 077
+    make_sas rl >"$E2E_TMP/sas.ro"
+    make_sas racwdlu >"$E2E_TMP/sas.rw"
+    make_container_sas rl >"$E2E_TMP/csas.ro"
+    make_table_sas "$TABLE" r >"$E2E_TMP/tsas.ro"
+  )
+  mapfile -t SIGS < <(sed -n 's/.*&sig=\(.*\)$/\1/p' "$E2E_TMP"/sas.r? "$E2E_TMP"/?sas.ro)
   R=$E2E_TMP/ro-mnt
   mount_step "mount with a read-only account SAS (sp=rl)" "$R" \
     -o "$SAS_OPTS,sas_token_file=$E2E_TMP/sas.ro,cache_dir=$E2E_TMP/cache.ro" "$C" "$R"
@@ -219,6 +251,16 @@ else
   check_fails "mkdir fails with EROFS" "Read-only file system" mkdir "$R/d"
   check_fails "rm fails with EROFS" "Read-only file system" rm "$R/f1.bin"
   e2e_unmount "$R" && _e2e_pass "umount (read-only SAS)"
+
+  CR=$E2E_TMP/csas-mnt
+  mount_step "mount with a read-only container SAS and table SAS" "$CR" \
+    -o "$SAS_OPTS,sas_token_file=$E2E_TMP/csas.ro,table_sas_token_file=$E2E_TMP/tsas.ro,cache_dir=$E2E_TMP/cache.csas" "$C" "$CR"
+  check "the log says why it is read-only" grep -q "SAS token grants read-only access (sp=rl, sr=c" "${E2E_LOG[$CR]}"
+  check_eq "reads work" "written before SIGTERM" cat "$CR/dirty.txt"
+  check_fails "writes fail with EROFS" "Read-only file system" eval "echo x >'$CR/new.txt'"
+  e2e_unmount "$CR" && _e2e_pass "umount (container SAS)"
+  check_fails "a container SAS without a table SAS is refused with the fix" "table_sas_token_file" \
+    "$E2E_STAMPFS" mount -f -o "$SAS_OPTS,sas_token_file=$E2E_TMP/csas.ro,cache_dir=$E2E_TMP/cache.csas" "$C" "$CR"
 
   W=$E2E_TMP/rw-mnt
   mount_step "mount with a read-write account SAS (sp=racwdlu)" "$W" \
