@@ -20,13 +20,24 @@ namespace {
 
 FsContext& Ctx(fuse_req_t req) { return *static_cast<FsContext*>(fuse_req_userdata(req)); }
 
+// " /dir/name" for the log line of the operation running on this thread.
+std::string TargetForLog(fuse_req_t req) {
+  RequestTarget t = CurrentRequestTarget();
+  if (t.ino == 0) return {};
+  auto dir = Ctx(req).ns->KnownPath(t.ino);
+  std::string out = " " + (dir ? *dir : "(inode " + std::to_string(t.ino) + ")");
+  if (t.name != nullptr) out = dir ? " " + JoinPath(*dir, t.name) : out + "/" + t.name;
+  return out;
+}
+
 // Logs (I/O-level failures loudly, expected outcomes quietly) and replies.
 void ReplyError(fuse_req_t req, const Status& status, const char* op) {
   int err = ErrnoFor(status);
+  std::string line = std::string(op) + TargetForLog(req) + ": " + status.ToString();
   if (err == EIO || err == EACCES) {
-    LogWarning(std::string(op) + CurrentRequestTarget() + ": " + status.ToString());
+    LogWarning(line);
   } else {
-    LogDebug(std::string(op) + CurrentRequestTarget() + ": " + status.ToString());
+    LogDebug(line);
   }
   CountErrorReply(err);
   fuse_reply_err(req, err);

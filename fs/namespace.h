@@ -42,8 +42,8 @@ struct NamespaceOptions {
   bool read_only = false;
   std::optional<uint32_t> force_uid;  // -o uid=: shown as owner of everything
   std::optional<uint32_t> force_gid;
-  uint32_t umask = 0;  // -o umask=: applied to modes shown
-  uint64_t ino_range = 1024;  // inode numbers reserved per counter update
+  uint32_t umask = 0;               // -o umask=: applied to modes shown
+  uint64_t ino_range = 1024;        // inode numbers reserved per counter update
   std::function<int64_t()> now_ms;  // clock for TTLs (tests); default: system clock
   // Another live mount's unfinished rename intents are left to it this long;
   // those of a dead process on this host are rolled forward at once.
@@ -66,8 +66,8 @@ struct DirEntry {
 // The current state of a regular file, for the data path.
 struct FileState {
   Attr attr;
-  std::string blob;        // blob name
-  std::string blob_etag;   // committed blob ETag ("" before the first commit)
+  std::string blob;       // blob name
+  std::string blob_etag;  // committed blob ETag ("" before the first commit)
   std::string entity_etag;
   std::string path;
   uint64_t block_size = 0;  // base block size of the blob's layout ("bsize"; 0 = not recorded)
@@ -145,6 +145,8 @@ class Namespace {
   const NamespaceOptions& options() const { return options_; }
   // Attributes as shown to the kernel (uid/gid/umask overrides applied).
   Attr Present(Attr attr) const;
+  // The path of an inode the kernel knows, from memory only (for log lines).
+  std::optional<std::string> KnownPath(uint64_t ino) const { return inodes_.PathOf(ino); }
   std::atomic<uint64_t> table_requests{0};
 
  private:
@@ -193,7 +195,7 @@ class Namespace {
   InodeTable inodes_;
 
   std::mutex ino_mu_;
-  uint64_t next_ino_ = 0;  // GUARDED_BY(ino_mu_)
+  uint64_t next_ino_ = 0;   // GUARDED_BY(ino_mu_)
   uint64_t ino_limit_ = 0;  // GUARDED_BY(ino_mu_)
 
   // Serializes changes per directory partition (striped): the "." ETag we

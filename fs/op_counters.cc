@@ -11,10 +11,6 @@ namespace {
 
 const fuse_lowlevel_ops* g_inner = nullptr;
 
-struct RequestTarget {
-  fuse_ino_t ino = 0;
-  const char* name = nullptr;  // valid while the operation runs
-};
 thread_local RequestTarget t_target;
 
 // The first argument when it is an inode, the second when it is a name.
@@ -104,12 +100,7 @@ const fuse_lowlevel_ops* CountedOperations(const fuse_lowlevel_ops* inner) {
   return &ops;
 }
 
-std::string CurrentRequestTarget() {
-  std::string out;
-  if (t_target.ino != 0) out += " ino " + std::to_string(t_target.ino);
-  if (t_target.name != nullptr) out += " name \"" + std::string(t_target.name) + "\"";
-  return out;
-}
+RequestTarget CurrentRequestTarget() { return t_target; }
 
 void CountErrorReply(int err) {
   g_errors_total.Add();

@@ -20,7 +20,12 @@ const fuse_lowlevel_ops* CountedOperations(const fuse_lowlevel_ops* inner);
 void CountErrorReply(int err);
 
 // What the operation running on this thread is about, for its log lines:
-// ` ino 12 name "notes.txt"` (a leading space; empty outside an operation).
-std::string CurrentRequestTarget();
+// its inode argument (0: none) and its name argument (null: none; valid
+// while the operation runs).
+struct RequestTarget {
+  uint64_t ino = 0;
+  const char* name = nullptr;
+};
+RequestTarget CurrentRequestTarget();
 
 }  // namespace stampfs

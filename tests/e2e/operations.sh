@@ -236,10 +236,11 @@ else
     umask 077
     make_sas rl >"$E2E_TMP/sas.ro"
     make_sas racwdlu >"$E2E_TMP/sas.rw"
+    make_sas rlw >"$E2E_TMP/sas.rlw"
     make_container_sas rl >"$E2E_TMP/csas.ro"
     make_table_sas "$TABLE" r >"$E2E_TMP/tsas.ro"
   )
-  mapfile -t SIGS < <(sed -n 's/.*&sig=\(.*\)$/\1/p' "$E2E_TMP"/sas.r? "$E2E_TMP"/?sas.ro)
+  mapfile -t SIGS < <(sed -n 's/.*&sig=\(.*\)$/\1/p' "$E2E_TMP"/sas.r* "$E2E_TMP"/?sas.ro)
   R=$E2E_TMP/ro-mnt
   mount_step "mount with a read-only account SAS (sp=rl)" "$R" \
     -o "$SAS_OPTS,sas_token_file=$E2E_TMP/sas.ro,cache_dir=$E2E_TMP/cache.ro" "$C" "$R"
@@ -267,6 +268,13 @@ else
     -o "$SAS_OPTS,sas_token_file=$E2E_TMP/sas.rw,cache_dir=$E2E_TMP/cache.rw" "$C" "$W"
   check "write through the SAS mount" eval "echo 'via SAS' >'$W/sas.txt'"
   e2e_unmount "$W" && _e2e_pass "umount (read-write SAS)"
+  P=$E2E_TMP/partial-mnt
+  mount_step "mount with a SAS that may write blobs but not add table rows (sp=rlw)" "$P" \
+    -o "$SAS_OPTS,sas_token_file=$E2E_TMP/sas.rlw,cache_dir=$E2E_TMP/cache.rlw" "$C" "$P"
+  check_fails "creating a file is refused (EACCES)" "Permission denied" eval "echo x >'$P/refused.txt'"
+  check "the log line names the operation, the path and the Azure error code" \
+    grep -Eq "warning: create /refused.txt: Auth \(403 AuthorizationPermissionMismatch\)" "${E2E_LOG[$P]}"
+  e2e_unmount "$P" && _e2e_pass "umount (sp=rlw)"
   mount_step "mount with the config file again" "$M" --config "$CONF"
   check_eq "the key-signed mount reads what the SAS mount wrote" "via SAS" cat "$M/sas.txt"
   e2e_unmount "$M" && _e2e_pass "umount"
