@@ -5,13 +5,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -59,6 +62,39 @@ std::string HintFor(const Status& s) {
     default:
       return "";
   }
+}
+
+// Undoes mountinfo's octal escapes (\040 for a space, ...).
+std::string UnescapeMountField(const std::string& field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size()) {
+      out.push_back(static_cast<char>(std::stoi(field.substr(i + 1, 3), nullptr, 8)));
+      i += 3;
+    } else {
+      out.push_back(field[i]);
+    }
+  }
+  return out;
+}
+
+// True when `dir` is already the mount point of a stampfs mount (whoever
+// serves it: a daemon of another user has its control socket elsewhere).
+bool IsStampfsMountPoint(const std::string& dir) {
+  std::error_code ec;
+  std::string real = std::filesystem::canonical(dir, ec).string();
+  if (ec) return false;
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    for (std::string w; fields >> w;) f.push_back(w);
+    auto dash = std::find(f.begin(), f.end(), "-");
+    if (f.size() < 5 || dash == f.end() || dash + 1 == f.end()) continue;
+    if (UnescapeMountField(f[4]) == real && *(dash + 1) == "fuse.stampfs") return true;
+  }
+  return false;
 }
 
 // Holds an exclusive lock on the cache directory for the life of the mount.
@@ -154,7 +190,7 @@ int Mount(const std::vector<std::string>& args) {
   // A second daemon on the same mount point (stacked FUSE mounts) is refused.
   auto control_path = ControlSocketPath(o.mountpoint);
   if (!control_path.ok()) return Fail(control_path.status().message());
-  if (ControlSocketLive(*control_path)) {
+  if (ControlSocketLive(*control_path) || IsStampfsMountPoint(o.mountpoint)) {
     return Fail(o.mountpoint + " is already mounted by a running stampfs (stampfs unmount " +
                 o.mountpoint + " first)");
   }
@@ -245,7 +281,7 @@ int main(int argc, char** argv) {
   const std::string cmd = args[0];
   args.erase(args.begin());
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-    std::cout << stampfs::kUsage << "\n" << stampfs::MountUsage();
+    std::cout << stampfs::kUsage << "\n" << stampfs::MountUsage() << "\n" << stampfs::StatUsage();
     return 0;
   }
   if (cmd == "--version") {
