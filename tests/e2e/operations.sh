@@ -22,8 +22,8 @@
 #   - no log of the run holds the account key or a SAS signature.
 # The key and SAS parts need Azurite: they are skipped (with a line saying so)
 # when $AZURE_STORAGE_CONNECTION_STRING points elsewhere.
-# Needs root for mount(8) (/sbin/mount.stampfs is a symlink to the repo's
-# helper during the run when it did not exist).
+# Needs root for mount(8) (/sbin/fs.d/mount.stampfs is a symlink to the
+# repo's helper during the run when no mount.stampfs was installed).
 # shellcheck source-path=SCRIPTDIR
 # shellcheck disable=SC2317
 source "$(dirname "$0")/lib.bash" "$@"
@@ -37,16 +37,30 @@ DEV_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTO
 BLOB_URL=http://127.0.0.1:10000/$DEV_ACCOUNT
 TABLE_URL=http://127.0.0.1:10002/$DEV_ACCOUNT
 EMULATOR=true
-[[ -n ${AZURE_STORAGE_CONNECTION_STRING:-} ]] && EMULATOR=false
+# scripts/test passes Azurite on other ports as a connection string: still
+# the emulator's account, at the endpoints it names.
+if [[ -n ${AZURE_STORAGE_CONNECTION_STRING:-} ]]; then
+  EMULATOR=false
+  if [[ $AZURE_STORAGE_CONNECTION_STRING == *"AccountName=$DEV_ACCOUNT;"* ]]; then
+    _blob=$(tr ';' '\n' <<<"$AZURE_STORAGE_CONNECTION_STRING" | sed -n 's/^BlobEndpoint=//p')
+    _table=$(tr ';' '\n' <<<"$AZURE_STORAGE_CONNECTION_STRING" | sed -n 's/^TableEndpoint=//p')
+    if [[ -n $_blob && -n $_table ]]; then
+      BLOB_URL=$_blob TABLE_URL=$_table EMULATOR=true
+    fi
+  fi
+fi
 SIGS=() # SAS signatures made here: no log may hold one
 
-SBIN_HELPER=/sbin/mount.stampfs
-UNIT_BIN=/usr/local/bin/stampfs
+# mount(8) looks for mount.TYPE in /sbin, /sbin/fs.d and /sbin/fs. This
+# script lends the helper in /sbin/fs.d (when no mount.stampfs is installed),
+# never touching /sbin/mount.stampfs, which mount_helper.sh (maybe running at
+# the same time) sets aside and restores.
+FSD=/sbin/fs.d
+MADE_FSD=false
 MADE_HELPER=false
-MADE_UNIT_BIN=false
 ops_cleanup() {
-  if $MADE_HELPER && [[ -L $SBIN_HELPER ]]; then rm -f "$SBIN_HELPER"; fi
-  if $MADE_UNIT_BIN && [[ -L $UNIT_BIN ]]; then rm -f "$UNIT_BIN"; fi
+  if $MADE_HELPER && [[ -L $FSD/mount.stampfs ]]; then rm -f "$FSD/mount.stampfs"; fi
+  if $MADE_FSD; then rmdir "$FSD" 2>/dev/null; fi
 }
 MAIN_PID=$BASHPID
 _lib_exit_trap=$(trap -p EXIT | sed -e "s/^trap -- '//" -e "s/' EXIT\$//")
@@ -304,8 +318,9 @@ section "fstab: mount -a -T FILE with config=FILE"
 if [[ $(id -u) != 0 ]]; then
   echo "  SKIP  mount(8) needs root"
 else
-  if [[ ! -e $SBIN_HELPER && ! -L $SBIN_HELPER ]]; then
-    ln -s "$ROOT/mount_helpers/mount.stampfs" "$SBIN_HELPER" && MADE_HELPER=true
+  if [[ ! -e /sbin/mount.stampfs && ! -e $FSD/mount.stampfs ]]; then
+    if [[ ! -d $FSD ]]; then mkdir "$FSD" && MADE_FSD=true; fi
+    ln -s "$ROOT/mount_helpers/mount.stampfs" "$FSD/mount.stampfs" && MADE_HELPER=true
   fi
   export STAMPFS_BIN=$E2E_STAMPFS
   T=$E2E_TMP/fstab-mnt
@@ -334,12 +349,13 @@ else
   if ! timeout 60 systemd-analyze verify "$E2E_TMP/probe.service" >"$E2E_TMP/probe.out" 2>&1; then
     echo "  SKIP  systemd-analyze verify cannot run here (a trivial unit fails too): $(head -c 300 "$E2E_TMP/probe.out")"
   else
-    if [[ ! -e $UNIT_BIN && ! -L $UNIT_BIN ]]; then
-      mkdir -p "$(dirname "$UNIT_BIN")" && ln -s "$E2E_STAMPFS" "$UNIT_BIN" && MADE_UNIT_BIN=true
-    fi
+    # verify wants ExecStart's binary to exist: the units' /usr/local/bin/stampfs
+    # becomes the build's in copies (nothing is installed for this).
+    mkdir -p "$E2E_TMP/units"
     for unit in "$ROOT"/systemd/*.service "$ROOT"/systemd/*.mount; do
+      sed "s|/usr/local/bin/stampfs|$E2E_STAMPFS|g" "$unit" >"$E2E_TMP/units/$(basename "$unit")"
       E2E_TIMEOUT=60 check_eq "systemd-analyze verify $(basename "$unit") (no output)" "" \
-        eval "systemd-analyze verify '$unit' 2>&1"
+        eval "systemd-analyze verify '$E2E_TMP/units/$(basename "$unit")' 2>&1"
     done
   fi
 fi
