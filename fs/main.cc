@@ -13,9 +13,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache/block_cache.h"
@@ -119,6 +121,30 @@ std::string FuseOptionString(const MountOptions& o) {
   return opts;
 }
 
+// SIGTERM may end the loop while files are open with changes, and a failed
+// close keeps its changes loaded: commit them now, for at most
+// shutdown_timeout. A commit stuck on an unreachable backend is not waited
+// for: the process ends at once (skipping destructors that would wait for
+// it), and the changes stay in the dirty journal (SQLite, durable) for the
+// next mount.
+void CommitAtShutdown(FileData& data, const MountOptions& o) {
+  const auto budget = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout * 1000));
+  auto result = std::make_shared<std::promise<size_t>>();
+  std::future<size_t> left = result->get_future();
+  std::thread([&data, budget, result] { result->set_value(data.CommitAll(budget)); }).detach();
+  const std::string journal =
+      "they stay in the cache journal of " + o.cache_dir + " and are committed by the next mount";
+  if (left.wait_for(budget + std::chrono::seconds(1)) != std::future_status::ready) {
+    LogWarning("shutdown: commits still running after shutdown_timeout (" +
+               std::to_string(budget.count() / 1000) + " s): exiting; " + journal);
+    std::_Exit(0);
+  }
+  if (size_t n = left.get(); n > 0) {
+    LogWarning("shutdown: " + std::to_string(n) + " file(s) with changes not committed; " +
+               journal);
+  }
+}
+
 int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns, FileData& data) {
   FsContext ctx{&ns, &data, o.attr_timeout, o.read_only};
   std::vector<std::string> argv_s = {"stampfs", "-o", FuseOptionString(o)};
@@ -147,15 +173,7 @@ int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns,
         if (loop > 0) LogInfo("signal " + std::to_string(loop) + ": unmounting");
       }
       fuse_session_unmount(se);
-      // SIGTERM may end the loop while files are open with changes, and a
-      // failed close keeps its changes loaded: commit them now, bounded.
-      auto budget = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout * 1000));
-      size_t left = data.CommitAll(budget);
-      if (left > 0) {
-        LogWarning("shutdown: " + std::to_string(left) +
-                   " file(s) with changes not committed; they stay in the cache journal of " +
-                   o.cache_dir + " and are committed by the next mount");
-      }
+      CommitAtShutdown(data, o);
     } else {
       Fail("cannot mount at " + o.mountpoint);
     }

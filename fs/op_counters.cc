@@ -13,8 +13,9 @@ const fuse_lowlevel_ops* g_inner = nullptr;
 
 thread_local RequestTarget t_target;
 
-// The first argument when it is an inode, the second when it is a name.
-template <typename... Args>
+// The first argument when it is an inode, the second when it is an entry
+// name (`Named`: not for the xattr operations, whose name is an attribute's).
+template <bool Named, typename... Args>
 RequestTarget TargetOf(const Args&... args) {
   RequestTarget target;
   std::tuple<const Args&...> all(args...);
@@ -23,7 +24,7 @@ RequestTarget TargetOf(const Args&... args) {
       target.ino = std::get<0>(all);
     }
   }
-  if constexpr (sizeof...(Args) >= 2) {
+  if constexpr (Named && sizeof...(Args) >= 2) {
     if constexpr (std::is_same_v<std::tuple_element_t<1, std::tuple<Args...>>, const char*>) {
       target.name = std::get<1>(all);
     }
@@ -31,27 +32,27 @@ RequestTarget TargetOf(const Args&... args) {
   return target;
 }
 
-template <auto Member, typename Fn>
+template <auto Member, bool Named, typename Fn>
 struct Counted;
 
 // One wrapper per operation member: counts, then calls the wrapped table.
-template <auto Member, typename... Args>
-struct Counted<Member, void (*)(fuse_req_t, Args...)> {
+template <auto Member, bool Named, typename... Args>
+struct Counted<Member, Named, void (*)(fuse_req_t, Args...)> {
   static inline Counter* counter = nullptr;
   static void Call(fuse_req_t req, Args... args) {
     counter->Add();
-    t_target = TargetOf(args...);
+    t_target = TargetOf<Named>(args...);
     (g_inner->*Member)(req, args...);
     t_target = {};
   }
 };
 
-template <auto Member>
+template <auto Member, bool Named = true>
 void Wrap(fuse_lowlevel_ops* ops, const char* name) {
   using Fn = std::remove_reference_t<decltype(ops->*Member)>;
   if (!(g_inner->*Member)) return;
-  Counted<Member, Fn>::counter = new Counter(std::string("ops.") + name);  // lives forever
-  ops->*Member = &Counted<Member, Fn>::Call;
+  Counted<Member, Named, Fn>::counter = new Counter(std::string("ops.") + name);  // lives forever
+  ops->*Member = &Counted<Member, Named, Fn>::Call;
 }
 
 Counter g_errors_total{"errors.total"};
@@ -89,10 +90,10 @@ const fuse_lowlevel_ops* CountedOperations(const fuse_lowlevel_ops* inner) {
   Wrap<&fuse_lowlevel_ops::releasedir>(&ops, "releasedir");
   Wrap<&fuse_lowlevel_ops::fsyncdir>(&ops, "fsyncdir");
   Wrap<&fuse_lowlevel_ops::statfs>(&ops, "statfs");
-  Wrap<&fuse_lowlevel_ops::setxattr>(&ops, "setxattr");
-  Wrap<&fuse_lowlevel_ops::getxattr>(&ops, "getxattr");
+  Wrap<&fuse_lowlevel_ops::setxattr, false>(&ops, "setxattr");
+  Wrap<&fuse_lowlevel_ops::getxattr, false>(&ops, "getxattr");
   Wrap<&fuse_lowlevel_ops::listxattr>(&ops, "listxattr");
-  Wrap<&fuse_lowlevel_ops::removexattr>(&ops, "removexattr");
+  Wrap<&fuse_lowlevel_ops::removexattr, false>(&ops, "removexattr");
   Wrap<&fuse_lowlevel_ops::access>(&ops, "access");
   Wrap<&fuse_lowlevel_ops::create>(&ops, "create");
   Wrap<&fuse_lowlevel_ops::fallocate>(&ops, "fallocate");

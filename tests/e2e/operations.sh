@@ -236,13 +236,89 @@ mount_step "remount with a new, empty cache dir" "$M" --config "$CONF" -o "cache
 check_eq "the data written before SIGTERM is there" "written before SIGTERM" cat "$M/dirty.txt"
 e2e_unmount "$M" && _e2e_pass "umount"
 
+section "SIGTERM while the backend is gone: bounded, the data stays journaled"
+if ! $EMULATOR; then
+  echo "  SKIP  needs the emulator (a local proxy in front of it is cut)"
+else
+  port_of() { # http://host:PORT/path -> PORT
+    local p=${1##*:}
+    echo "${p%%/*}"
+  }
+  # A TCP proxy in front of the emulator's two ports, killed to cut the backend.
+  # A TCP proxy in front of the emulator's two ports. SIGUSR1 turns it into a
+  # black hole (connections accepted, nothing forwarded): requests hang
+  # until their deadline, as with a backend that stopped answering.
+  python3 -c 'import signal, socket, sys, threading
+cut = threading.Event()
+held = []
+signal.signal(signal.SIGUSR1, lambda *_: cut.set())
+def pipe(a, b):
+    try:
+        while (d := a.recv(65536)):
+            if not cut.is_set():
+                b.sendall(d)
+    except OSError:
+        pass
+def serve(listener, port):
+    while True:
+        c, _ = listener.accept()
+        if cut.is_set():
+            held.append(c)
+            continue
+        u = socket.create_connection(("127.0.0.1", port))
+        threading.Thread(target=pipe, args=(c, u), daemon=True).start()
+        threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+ports = []
+for target in (int(sys.argv[1]), int(sys.argv[2])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+    ports.append(s.getsockname()[1])
+    threading.Thread(target=serve, args=(s, target), daemon=True).start()
+open(sys.argv[3], "w").write("%d %d\n" % tuple(ports))
+while True:
+    signal.pause()' "$(port_of "$BLOB_URL")" "$(port_of "$TABLE_URL")" "$E2E_TMP/proxy.ports" &
+  PROXY=$!
+  for _ in $(seq 50); do [[ -s $E2E_TMP/proxy.ports ]] && break; sleep 0.1; done
+  read -r PB PT <"$E2E_TMP/proxy.ports"
+  CUT=$E2E_TMP/cut-mnt
+  mount_step "mount through the proxy (shutdown_timeout=3)" "$CUT" --config "$CONF" -o \
+    "blob_endpoint=http://127.0.0.1:$PB/$DEV_ACCOUNT,table_endpoint=http://127.0.0.1:$PT/$DEV_ACCOUNT,cache_dir=$E2E_TMP/cache.cut,shutdown_timeout=3" "$C" "$CUT"
+  python3 -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"journaled while the backend was gone\n")
+open(sys.argv[2], "w").write("written")
+time.sleep(60)' "$CUT/cut.txt" "$E2E_TMP/cut.out" &
+  HOLDER=$!
+  for _ in $(seq 100); do [[ -s $E2E_TMP/cut.out ]] && break; sleep 0.1; done
+  check "the writer wrote and holds the file open" test -s "$E2E_TMP/cut.out"
+  kill -USR1 "$PROXY"
+  DAEMON=${E2E_PID[$CUT]}
+  STARTED=$SECONDS
+  kill -TERM "$DAEMON"
+  for _ in $(seq 300); do kill -0 "$DAEMON" 2>/dev/null || break; sleep 0.1; done
+  check "the daemon exits soon after shutdown_timeout (took $((SECONDS - STARTED))s)" \
+    eval "! kill -0 $DAEMON 2>/dev/null && test $((SECONDS - STARTED)) -le 15"
+  wait "$DAEMON"
+  unset "E2E_PID[$CUT]"
+  kill "$HOLDER" 2>/dev/null
+  wait "$HOLDER" 2>/dev/null
+  kill "$PROXY"
+  wait "$PROXY" 2>/dev/null
+  check "its log says the commit outlived shutdown_timeout and the changes stay journaled" \
+    grep -q "commits still running after shutdown_timeout (3 s): exiting; they stay in the cache journal" "${E2E_LOG[$CUT]}"
+  mount_step "remount straight to the emulator with the same cache dir" "$CUT" --config "$CONF" \
+    -o "cache_dir=$E2E_TMP/cache.cut" "$C" "$CUT"
+  check "the journal was replayed" grep -q "dirty journal: committed /cut.txt" "${E2E_LOG[$CUT]}"
+  check_eq "the data is there" "journaled while the backend was gone" cat "$CUT/cut.txt"
+  e2e_unmount "$CUT" && _e2e_pass "umount"
+fi
+
 # ---------------------------------------------------------------- SAS and secrets
 
 section "credentials: a read-only SAS mounts read-only"
 if ! $EMULATOR; then
   echo "  SKIP  SAS, key file and http checks: they sign with the emulator's key (AZURE_STORAGE_CONNECTION_STRING is set)"
 else
-  SAS_OPTS="account_name=$DEV_ACCOUNT,blob_endpoint=$BLOB_URL,table_endpoint=$TABLE_URL,attr_timeout=1"
+  SAS_OPTS="account_name=$DEV_ACCOUNT,blob_endpoint=$BLOB_URL,table_endpoint=$TABLE_URL,attr_timeout=1,log_level=debug"
   # The table's name: DefaultTableName (fs/mount_options.cc).
   TABLE=fs${C//-/}$(printf %s "$C" | sha256sum | cut -c1-8)
   TABLE=${TABLE:0:63}
