@@ -108,6 +108,21 @@ mount_step() {
   fi
 }
 
+# hold_open FILE LINE: a writer (pid in HOLDER) that writes LINE to FILE and
+# keeps it open: never flushed or closed (a bash redirection would close a
+# dup, which is a flush).
+hold_open() {
+  local flag=$E2E_TMP/holder.$RANDOM
+  python3 -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, sys.argv[2].encode() + b"\n")
+open(sys.argv[3], "w").write("written")
+time.sleep(60)' "$1" "$2" "$flag" &
+  HOLDER=$!
+  for _ in $(seq 100); do [[ -s $flag ]] && break; sleep 0.1; done
+  check "a writer wrote $(basename "$1") and holds it open" test -s "$flag"
+}
+
 # stat_value MNT KEY: one counter from stampfs stat --json.
 stat_value() {
   "$E2E_STAMPFS" stat --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
@@ -210,17 +225,7 @@ check_fails "the same cache dir at another mount point" "in use by another stamp
 # ---------------------------------------------------------------- SIGTERM
 
 section "SIGTERM with dirty data, then a remount with an empty cache"
-HOLDER_OUT=$E2E_TMP/holder.out
-# A writer that keeps its file open: the data is written, never flushed or
-# closed (bash redirections would close a dup and so flush).
-python3 -c 'import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-os.write(fd, b"written before SIGTERM\n")
-open(sys.argv[2], "w").write("written")
-time.sleep(60)' "$M/dirty.txt" "$HOLDER_OUT" &
-HOLDER=$!
-for _ in $(seq 100); do [[ -s $HOLDER_OUT ]] && break; sleep 0.1; done
-check "the writer wrote and holds the file open" test -s "$HOLDER_OUT"
+hold_open "$M/dirty.txt" "written before SIGTERM"
 DAEMON=${E2E_PID[$M]}
 kill -TERM "$DAEMON"
 for _ in $(seq 400); do kill -0 "$DAEMON" 2>/dev/null || break; sleep 0.1; done
@@ -282,14 +287,7 @@ while True:
   CUT=$E2E_TMP/cut-mnt
   mount_step "mount through the proxy (shutdown_timeout=3)" "$CUT" --config "$CONF" -o \
     "blob_endpoint=http://127.0.0.1:$PB/$DEV_ACCOUNT,table_endpoint=http://127.0.0.1:$PT/$DEV_ACCOUNT,cache_dir=$E2E_TMP/cache.cut,shutdown_timeout=3" "$C" "$CUT"
-  python3 -c 'import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-os.write(fd, b"journaled while the backend was gone\n")
-open(sys.argv[2], "w").write("written")
-time.sleep(60)' "$CUT/cut.txt" "$E2E_TMP/cut.out" &
-  HOLDER=$!
-  for _ in $(seq 100); do [[ -s $E2E_TMP/cut.out ]] && break; sleep 0.1; done
-  check "the writer wrote and holds the file open" test -s "$E2E_TMP/cut.out"
+  hold_open "$CUT/cut.txt" "journaled while the backend was gone"
   kill -USR1 "$PROXY"
   DAEMON=${E2E_PID[$CUT]}
   STARTED=$SECONDS
