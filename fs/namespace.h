@@ -183,6 +183,7 @@ class Namespace {
   // the intent row is gone (finished or dropped).
   Status FinishRename(const RenameIntent& intent, std::vector<std::string>* orphaned,
                       bool* settled);
+  Status ClaimForRename(const RenameIntent& intent, Entity* src);
   Status FinishPendingRenames();  // REQUIRES: rename_mu_
   bool MayTakeOver(const RenameIntent& intent) const;
   Status MoveChildren(const std::string& from, const std::string& to, uint64_t dir_ino);

@@ -30,6 +30,9 @@ bool IsInside(const std::string& path, const std::string& dir) {
          (dir == "/" || path[dir.size()] == '/');
 }
 
+// The entry property naming the intent that claimed the entry for a rename.
+constexpr const char* kRenamingProperty = "renaming";
+
 const std::string& StringOr(const Entity& e, const char* name) {
   static const std::string kEmpty;
   const std::string* s = e.GetString(name);
@@ -195,8 +198,21 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
     STAMPFS_RETURN_IF_ERROR(dir_dot);
   }
 
+  if (src_here && !dst_here) {
+    // Claim the source for this intent, so that of two mounts renaming one
+    // entry at once only one moves it (the other: ENOENT, nothing moved).
+    Status claimed = ClaimForRename(intent, &*src);
+    if (!claimed.ok()) {
+      if (!claimed.Is(Code::kNotFound)) return claimed;
+      LogWarning(intent.Describe() + ": dropped: " + claimed.message());
+      STAMPFS_RETURN_IF_ERROR(drop_intent());
+      return claimed;
+    }
+  }
+
   if (src_here) {
     Entity moved = *src;
+    moved.properties.erase(kRenamingProperty);
     moved.partition_key = PartitionKeyForDirectory(to_parent);
     moved.row_key = RowKeyForName(to_name);
     moved.etag.clear();
@@ -254,13 +270,46 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
           .PermitUnchecked();
     }
   } else {
-    LogWarning(intent.Describe() + ": the entry is in neither place (removed since): dropped");
+    // Removed, or renamed elsewhere by another mount, before this rename moved it.
+    LogWarning(intent.Describe() + ": the entry is in neither place: dropped");
+    STAMPFS_RETURN_IF_ERROR(drop_intent());
+    return Status(Code::kNotFound, intent.from + " was removed or renamed by another mount");
   }
   if (intent.is_dir && cache_) {
     cache_->DropPartition(PartitionKeyForDirectory(intent.from)).PermitUnchecked();
     cache_->DropPartition(PartitionKeyForDirectory(intent.to)).PermitUnchecked();
   }
   return drop_intent();
+}
+
+// Marks `src` (the source entry, read fresh) with the intent's id, If-Match
+// its ETag. A mark of another intent that still exists means another rename
+// of this entry was decided first: kNotFound. A mark whose intent is gone is
+// stale (a rename undone or dropped) and is taken over.
+Status Namespace::ClaimForRename(const RenameIntent& intent, Entity* src) {
+  const std::string* mark = src->GetString(kRenamingProperty);
+  if (mark && *mark == intent.id) return Status::Ok();
+  if (mark && !mark->empty()) {
+    table_requests++;
+    auto other = table_.Get(options_.table, kIntentsPartition, *mark);
+    if (other.ok())
+      return Status(Code::kNotFound, intent.from + " is being renamed by another mount");
+    if (!other.status().Is(Code::kNotFound)) return other.status();
+  }
+  Entity claim = *src;
+  claim.etag.clear();
+  claim.properties[kRenamingProperty] = intent.id;
+  BatchError err;
+  auto r = CommitInDirectory(ParentPath(intent.from),
+                             {TableOperation::Replace(claim, Condition::IfMatch(src->etag))}, &err);
+  if (!r.ok() && err.failed_index == 0 &&
+      (r.status().Is(Code::kPreconditionFailed) || r.status().Is(Code::kNotFound))) {
+    return Status(Code::kNotFound, intent.from + " was changed or renamed by another mount");
+  }
+  STAMPFS_RETURN_IF_ERROR(r);
+  src->properties[kRenamingProperty] = intent.id;
+  src->etag = r->etags[0];
+  return Status::Ok();
 }
 
 // Moves every entry of directory `from` (recursively) to directory `to`

@@ -417,3 +417,72 @@ TEST_F(RmdirRaceTest, ConcurrentRenamesIntoAndRmdirNeverOrphanAFile) {
 
 }  // namespace
 }  // namespace stampfs
+
+namespace stampfs {
+namespace {
+
+// Two mounts rename one entry to different names at the same moment: the
+// second mount's whole rename runs inside the first one's, at its first call
+// of `op` after its intent is written (Get: before it reads the source;
+// ExecuteBatch: between that read and its claim; Copy: after its claim).
+// One wins; the other gets ENOENT and moves nothing. Never an entry in both
+// places.
+class ConcurrentRenameTest : public RenameCrashTest,
+                             public ::testing::WithParamInterface<std::tuple<bool, const char*>> {
+ protected:
+  void SetUp() override { Reset(); }
+};
+
+TEST_P(ConcurrentRenameTest, OfTwoMountsRenamingOneEntryOneWinsAndNothingIsDuplicated) {
+  const auto [dir, when] = GetParam();
+  Mount a = NewMount();
+  Mount b = NewMount();
+  uint64_t x = Dir(*a.ns, kRootIno, "x");
+  Dir(*a.ns, kRootIno, "y");
+  Dir(*a.ns, kRootIno, "z");
+  if (dir) {
+    uint64_t s = Dir(*a.ns, x, "s");
+    File(*a.ns, s, "/x/s/f", "data");
+  } else {
+    File(*a.ns, x, "/x/s", "data");
+  }
+  auto bx = b.ns->Lookup(kRootIno, "x");
+  auto bz = b.ns->Lookup(kRootIno, "z");
+  ASSERT_TRUE(bx.ok() && bz.ok());
+  auto ay = a.ns->Lookup(kRootIno, "y");
+  ASSERT_TRUE(ay.ok());
+  Status b_result;
+  std::atomic<bool> fired{false};
+  plan_->SetInjector([&](const std::string& op, int) {
+    // A's first call after its intent insert: B's whole rename runs here.
+    if (op == when && Intents() == 1 && !fired.exchange(true)) {
+      b_result = StatusOf(b.ns->Rename(bx->ino, "s", bz->ino, "s", 0));
+    }
+    return Status::Ok();
+  });
+  Status a_result = StatusOf(a.ns->Rename(x, "s", ay->ino, "s", 0));
+  plan_->Clear();
+  ASSERT_TRUE(fired);
+  EXPECT_NE(a_result.ok(), b_result.ok()) << a_result.ToString() << " / " << b_result.ToString();
+  EXPECT_TRUE(a_result.ok() || a_result.Is(Code::kNotFound)) << a_result.ToString();
+  EXPECT_TRUE(b_result.ok() || b_result.Is(Code::kNotFound)) << b_result.ToString();
+  Tree t = Snapshot();
+  const std::string winner = a_result.ok() ? "/y/s" : "/z/s";
+  EXPECT_EQ(t.count("/x/s") + t.count("/y/s") + t.count("/z/s"), 1u);
+  EXPECT_EQ(t.count(winner), 1u);
+  EXPECT_EQ(t[dir ? winner + "/f" : winner], "f data");
+  EXPECT_EQ(Intents(), 0u);
+  FsckReport report = Fsck(false);
+  EXPECT_TRUE(report.findings.empty()) << Findings(report);
+}
+
+INSTANTIATE_TEST_SUITE_P(FileAndDirectory, ConcurrentRenameTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values("Get", "ExecuteBatch", "Copy")),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "Directory" : "File") +
+                                  "_InsideTheFirsts" + std::get<1>(info.param);
+                         });
+
+}  // namespace
+}  // namespace stampfs
