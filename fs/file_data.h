@@ -63,7 +63,7 @@ struct FileDataOptions {
   int upload_threads = 4;
   int fetch_threads = 4;
   size_t max_uploads_per_file = 8;  // staged blocks in flight per file
-  uint64_t prefetch_blocks = 4;     // ahead of a sequential reader
+  uint64_t prefetch_blocks = 4;     // per read-ahead GET; two such runs ahead of a reader
   ConflictPolicy conflict = ConflictPolicy::kCopy;
   std::string host;                          // in conflict copy names; default gethostname()
   int64_t backpressure_patience_ms = 10000;  // then a writer goes over the cap (logged)

@@ -110,41 +110,66 @@ Status FileData::Reread(OpenFile& f, Lock& lock, const Status& why) {
   return s;
 }
 
-// Sequential readers get the next blocks fetched in parallel ahead of them.
+// Sequential readers get the blocks ahead fetched in the background, a run of
+// prefetch_blocks consecutive blocks per ranged GET, up to two runs ahead of
+// the reader. A GET costs the service about the same whatever its size up to
+// tens of MiB (on Azurite a 4 MiB range reads at ~75 MiB/s, a 16 MiB one at
+// ~480 MiB/s: tests/bench), so fewer, larger GETs read faster.
 // REQUIRES: fp->mu held.
 void FileData::Prefetch(const FilePtr& fp, uint64_t off, uint64_t end) {
   OpenFile& f = *fp;
   const bool sequential = off == f.next_read;
   f.next_read = end;
-  if (!sequential || options_.prefetch_blocks == 0) {
+  const uint64_t run = options_.prefetch_blocks;
+  if (!sequential || run == 0) {
     f.prefetched = 0;
     return;
   }
   const uint64_t limit = f.layout.CountFor(std::min(f.remote_size, f.size));
   const uint64_t from = std::max(f.layout.IndexAt(end), f.prefetched);
-  const uint64_t to = std::min(limit, f.layout.IndexAt(end) + options_.prefetch_blocks + 1);
-  for (uint64_t k = from; k < to; ++k) {
-    if (f.fetching.count(k) || cache_.State(f.cache_id, k) != BlockState::kAbsent) continue;
+  const uint64_t to = std::min(limit, f.layout.IndexAt(end) + 2 * run + 1);
+  if (from >= to || (to - from < run && to < limit)) return;  // wait for a whole run
+  for (uint64_t k = from; k < to;) {
+    if (f.fetching.count(k) || cache_.State(f.cache_id, k) != BlockState::kAbsent) {
+      ++k;
+      continue;
+    }
+    // [k, last): consecutive absent blocks, one GET.
     const uint64_t start = f.layout.StartOf(k);
-    const uint64_t len = std::min(f.layout.SizeOf(k), f.remote_size - start);
-    if (!cache_.MakeRoom(len)) break;  // only uncommitted data is left: no room to read ahead
-    FetchJob job{f.blob, f.base_etag, f.fd, start, len};
+    uint64_t last = k, bytes = 0;
+    bool room = true;
+    while (last < to && last - k < run && !f.fetching.count(last) &&
+           cache_.State(f.cache_id, last) == BlockState::kAbsent) {
+      const uint64_t len = std::min(f.layout.SizeOf(last), f.remote_size - f.layout.StartOf(last));
+      room = cache_.MakeRoom(len);
+      if (!room) break;  // only uncommitted data is left: no room to read ahead
+      bytes += len;
+      ++last;
+    }
+    if (last == k) break;
+    FetchJob job{f.blob, f.base_etag, f.fd, start, bytes};
     const int64_t id = f.cache_id;
-    f.fetching.insert(k);
-    cache_.Pin(id, k);
-    fetches_.Submit([this, fp, job, k, id] {
+    for (uint64_t i = k; i < last; ++i) {
+      f.fetching.insert(i);
+      cache_.Pin(id, i);
+    }
+    fetches_.Submit([this, fp, job, k, last, id] {
       Status s = Fetch(job);
       std::lock_guard<std::mutex> guard(fp->mu);
-      fp->fetching.erase(k);
-      if (s.ok() && fp->cache_id == id && fp->base_etag == job.etag) {
-        cache_.Set(id, k, BlockState::kClean, job.offset, fp->layout.SizeOf(k), job.length)
-            .PermitUnchecked();
-      } else if (!s.ok()) {
-        DropPartial(job);  // the reader fetches it again and sees the error
+      for (uint64_t i = k; i < last; ++i) {
+        fp->fetching.erase(i);
+        if (s.ok() && fp->cache_id == id && fp->base_etag == job.etag) {
+          const uint64_t at = fp->layout.StartOf(i);
+          const uint64_t len = std::min(fp->layout.SizeOf(i), job.offset + job.length - at);
+          cache_.Set(id, i, BlockState::kClean, at, fp->layout.SizeOf(i), len).PermitUnchecked();
+        }
+        cache_.Unpin(id, i);
       }
-      cache_.Unpin(id, k);
+      if (!s.ok()) DropPartial(job);  // the reader fetches them again and sees the error
       fp->cv.notify_all();
     });
+    if (!room) break;
+    k = last;
   }
   f.prefetched = std::max(f.prefetched, to);
 }
