@@ -486,3 +486,54 @@ INSTANTIATE_TEST_SUITE_P(FileAndDirectory, ConcurrentRenameTest,
 
 }  // namespace
 }  // namespace stampfs
+
+namespace stampfs {
+namespace {
+
+class IntentOwnershipTest : public RenameCrashTest {
+ protected:
+  void SetUp() override { Reset(); }
+};
+
+// An intent written by a mount on another host is that mount's while the
+// grace period runs: a new mount leaves it; after the grace, it is finished.
+TEST_F(IntentOwnershipTest, AnotherHostsFreshIntentIsLeftToItUntilTheGraceEnds) {
+  {
+    Mount m = NewMount();
+    uint64_t a = Dir(*m.ns, kRootIno, "a");
+    Dir(*m.ns, kRootIno, "b");
+    File(*m.ns, a, "/a/f", "data");
+  }
+  auto entry = table_->Get(kTable, PartitionKeyForDirectory("/a"), RowKeyForName("f"));
+  ASSERT_TRUE(entry.ok());
+  RenameIntent intent;
+  intent.created_ns = NowNs();
+  intent.id = NewIntentId(intent.created_ns);
+  intent.from = "/a/f";
+  intent.to = "/b/f";
+  intent.ino = static_cast<uint64_t>(entry->GetInt64("ino"));
+  intent.blob = *entry->GetString("blob");
+  intent.betag = *entry->GetString("betag");
+  intent.host = "another-host-" + intent.id;
+  intent.pid = 1;
+  intent.mount = "elsewhere";
+  ASSERT_TRUE(table_->Insert(kTable, IntentToEntity(intent)).ok());
+
+  EXPECT_EQ(Snapshot().count("/a/f"), 1u) << "a live mount's intent was taken over";
+  EXPECT_EQ(Intents(), 1u);
+
+  NamespaceOptions o;
+  o.container = kContainer;
+  o.table = kTable;
+  o.intent_grace_ms = 0;
+  Namespace late(*table_, *blobs_, nullptr, o);
+  ASSERT_TRUE(late.Init().ok());
+  EXPECT_EQ(Intents(), 0u);
+  Tree t = Snapshot();
+  EXPECT_EQ(t.count("/a/f"), 0u);
+  EXPECT_EQ(t["/b/f"], "f data");
+  EXPECT_EQ(BlobNames(), (std::set<std::string>{"b/f"}));
+}
+
+}  // namespace
+}  // namespace stampfs
