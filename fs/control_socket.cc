@@ -108,6 +108,13 @@ Result<std::unique_ptr<ControlSocket>> ControlSocket::Listen(const std::string& 
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return Status(Code::kInternal, "control socket directory " + dir + ": " + strerror(errno));
   }
+  // In a shared place (/tmp) someone else could have made it first.
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+      (st.st_mode & 0022) != 0) {
+    return Status(Code::kInternal, "control socket directory " + dir +
+                                       " is not a directory of this user that only it may write");
+  }
   if (ControlSocketLive(path)) {
     return Status(Code::kConflict, "another stampfs daemon answers on " + path);
   }

@@ -128,7 +128,8 @@ Status AzureTableClient::CreateTable(const std::string& table) {
     // "exists" when a one-row query answers.
     QueryOptions one;
     one.top = 1;
-    STAMPFS_RETURN_IF_ERROR(QueryPage(table, one, "", "").status());
+    auto page = QueryPage(table, one, "", "");
+    STAMPFS_RETURN_IF_ERROR(page);
     return Status(Code::kAlreadyExists, "table " + table + " exists (table SAS)");
   }
   HttpRequest request = NewRequest("POST", "Tables");

@@ -10,10 +10,12 @@
 namespace stampfs {
 namespace {
 
+// In a directory of this user only, as the daemon's run directory is.
 std::string SocketPath() {
-  return (std::filesystem::temp_directory_path() /
-          ("stampfs-ctl-" + std::to_string(getpid()) + ".sock"))
-      .string();
+  auto dir = std::filesystem::temp_directory_path() / ("stampfs-ctl-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+  return (dir / "test.sock").string();
 }
 
 TEST(ControlSocket, AnswersStatsAsOneFlatJsonObject) {
@@ -44,6 +46,16 @@ TEST(ControlSocket, ASecondListenerOnALiveSocketIsRefusedAndADeadOneIsReplaced) 
   EXPECT_FALSE(ControlSocketLive(path));
   auto again = ControlSocket::Listen(path);
   EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
+TEST(ControlSocket, ASocketDirectoryOthersMayWriteIsRefused) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("stampfs-ctl-open-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::all);
+  auto socket = ControlSocket::Listen((dir / "x.sock").string());
+  EXPECT_FALSE(socket.ok());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ControlSocket, ThePathIsFoundFromTheMountPointsRealPath) {
