@@ -292,6 +292,13 @@ Result<BatchResult> Namespace::CommitInDirectory(const std::string& dir_path,
       if (cache_) cache_->DropPartition(pk).PermitUnchecked();
       return Status(Code::kNotFound, "directory " + dir_path + " was removed");
     }
+    // An entry exists that we thought absent, or changed or vanished under
+    // us: another mount changed the directory, so the cached listing is
+    // stale (a lookup right after a lost create race must see the winner).
+    if (cache_ && (r.status().Is(Code::kAlreadyExists) ||
+                   r.status().Is(Code::kPreconditionFailed) || r.status().Is(Code::kNotFound))) {
+      cache_->InvalidateListing(pk).PermitUnchecked();
+    }
     return r.status();
   }
 }

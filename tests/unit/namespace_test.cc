@@ -432,3 +432,28 @@ TEST_F(NamespaceTest, FilesWithNamesThatAreNotUtf8CanBeCreated) {
 
 }  // namespace
 }  // namespace stampfs
+
+namespace stampfs {
+namespace {
+
+// A create that loses the race to another mount (within the TTL, while this
+// mount's listing of the directory still claims to be complete) must let the
+// lookup that follows see the winner's entry: O_CREAT without O_EXCL opens it.
+TEST_F(NamespaceTest, ALostCreateRaceSeesTheWinnersEntryAtOnce) {
+  Mount a = NewMount();
+  Mount b = NewMount();
+  auto d = a.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(a.ns->ReadDir(d->ino)->empty());
+  auto seen = b.ns->Lookup(kRootIno, "d");
+  ASSERT_TRUE(seen.ok());
+  auto won = b.ns->Create(seen->ino, "f", 0644, 0, 0);
+  ASSERT_TRUE(won.ok());
+  EXPECT_EQ(a.ns->Create(d->ino, "f", 0644, 0, 0).status().code(), Code::kAlreadyExists);
+  auto found = a.ns->Lookup(d->ino, "f");
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(found->ino, won->ino);
+}
+
+}  // namespace
+}  // namespace stampfs
