@@ -52,8 +52,8 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
   };
   if (auto it = kStrings.find(key); it != kStrings.end()) {
     o->*(it->second) = value;
-  } else if (key == "attr_timeout" || key == "shutdown_timeout") {
-    const double limit = key == "attr_timeout" ? 86400 : 3600;
+  } else if (key == "attr_timeout" || key == "shutdown_timeout" || key == "discover") {
+    const double limit = key == "shutdown_timeout" ? 3600 : 86400;
     char* end = nullptr;
     double v = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0' || v < 0 || v > limit) {
@@ -61,7 +61,9 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
                                                 ": expected seconds between 0 and " +
                                                 std::to_string(static_cast<int>(limit)));
     }
-    (key == "attr_timeout" ? o->attr_timeout : o->shutdown_timeout) = v;
+    (key == "attr_timeout" ? o->attr_timeout
+     : key == "discover"   ? o->discover
+                           : o->shutdown_timeout) = v;
   } else if (key == "config") {
     // Applied before everything else by ParseMountArgs.
   } else if (key == "log_level") {
@@ -328,6 +330,8 @@ Secrets are never accepted on the command line.
                               when another writer committed a file first: save this
                               writer's data as NAME.conflict-HOST-TIME (default), only
                               fail (EIO, data kept in the cache), or overwrite
+  -o discover=SECONDS         import what other tools wrote to the container this often
+                              (as stampfs import --refresh; default 0: never)
   -o shutdown_timeout=SECONDS at unmount/SIGTERM, commit dirty files this long at most
                               (default 30); what is left stays journaled
   -o uid=N, -o gid=N          show every file as owned by N
