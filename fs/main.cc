@@ -163,6 +163,7 @@ int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns,
         // After daemonizing: the thread must live in the daemon.
         auto control = ControlSocket::Listen(control_path);
         if (!control.ok()) LogWarning("stampfs stat will not work: " + control.status().message());
+        if (o.discover > 0 && !o.read_only) ns.StartDiscovery(o.discover);
         fuse_loop_config cfg{};
         cfg.clone_fd = 0;
         cfg.max_idle_threads = 16;

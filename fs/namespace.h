@@ -27,6 +27,7 @@
 
 #include "cache/meta_cache.h"
 #include "fs/attr.h"
+#include "fs/discovery.h"
 #include "fs/inode_table.h"
 #include "fs/rename_intent.h"
 #include "fs/xattr.h"
@@ -142,6 +143,11 @@ class Namespace {
   void Pin(uint64_t ino) { inodes_.Pin(ino); }
   void Unpin(uint64_t ino) { inodes_.Unpin(ino); }
 
+  // -o discover: imports foreign blobs every `interval_s` seconds on a
+  // thread of its own (fs/discovery.h) until this Namespace is destroyed.
+  // Call after daemonizing (a fork keeps no threads).
+  void StartDiscovery(double interval_s);
+
   const NamespaceOptions& options() const { return options_; }
   // Attributes as shown to the kernel (uid/gid/umask overrides applied).
   Attr Present(Attr attr) const;
@@ -210,6 +216,7 @@ class Namespace {
   std::vector<RenameIntent> pending_renames_;
   std::string mount_id_;  // random, names this instance in the intents it writes
   std::string host_;
+  std::unique_ptr<Discovery> discovery_;  // last: stopped first
 };
 
 }  // namespace stampfs

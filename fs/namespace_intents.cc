@@ -1,5 +1,6 @@
 // Roll-forward of unfinished renames (fs/rename_intent.h): at mount start
 // (Namespace::Init), by fsck --repair, and before this mount's next rename.
+// Also the start of -o discover (fs/discovery.h).
 #include <signal.h>
 #include <unistd.h>
 
@@ -66,6 +67,11 @@ Result<std::vector<IntentOutcome>> Namespace::RollForwardIntents(bool all) {
     out.push_back(std::move(o));
   }
   return out;
+}
+
+void Namespace::StartDiscovery(double interval_s) {
+  discovery_ = std::make_unique<Discovery>(table_, blobs_, options_.container, options_.table,
+                                           interval_s);
 }
 
 Status Namespace::FinishPendingRenames() {

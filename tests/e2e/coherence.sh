@@ -2,7 +2,8 @@
 # Two daemons mounting one container: close-to-open visibility within the
 # TTL (and at once with attr_timeout=0), two writers racing on one file (every
 # byte either wrote ends in the file or a conflict copy), mkdir/rmdir/create
-# races, rename races, and kill -9 at the rename crash points
+# races, rename races, -o discover picking up blobs other tools write, and
+# kill -9 at the rename crash points
 # (STAMPFS_FAULT, builds with -DSTAMPFS_FAULT_POINTS=ON) followed by a
 # remount that rolls the rename forward. docs/semantics.md states the claims.
 #
@@ -70,6 +71,20 @@ check "attr_timeout=0: a new directory entry is listed at once" \
   eval "for i in 1 2 3 4 5; do touch '$M/now.'\$i && ls '$M3' | grep -qx \"now.\$i\" || exit 1; done"
 check "attr_timeout=0: a removed entry is gone at once" \
   eval "for i in 1 2 3 4 5; do rm '$M/now.'\$i && ! ls '$M3' | grep -qx \"now.\$i\" || exit 1; done"
+e2e_unmount "$M3"
+
+# ---------------------------------------------------------------------------
+section "-o discover: blobs written by other tools appear without an import"
+POPULATE=$E2E_BUILD_DIR/tests/stampfs_populate
+E2E_MOUNT_OPTS="discover=1" mount_other "$M3"
+check "a blob put by another tool appears in the listing and reads whole" \
+  eval "'$POPULATE' put '$E2E_CONTAINER' foreign/new.txt 'from another tool' >/dev/null &&
+        within 8 \"[[ \\\$(cat '$M3/foreign/new.txt') == 'from another tool' ]]\""
+check "the other mount sees it too (no discover there: through the table)" \
+  eval "within $((E2E_ATTR_TIMEOUT + 2)) \"[[ -f '$M/foreign/new.txt' ]]\""
+check "a blob deleted by another tool disappears" \
+  eval "'$POPULATE' delete '$E2E_CONTAINER' foreign/new.txt >/dev/null &&
+        within 8 \"[[ ! -e '$M3/foreign/new.txt' ]]\""
 e2e_unmount "$M3"
 
 # ---------------------------------------------------------------------------
