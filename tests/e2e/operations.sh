@@ -58,7 +58,9 @@ SIGS=() # SAS signatures made here: no log may hold one
 FSD=/sbin/fs.d
 MADE_FSD=false
 MADE_HELPER=false
+PROXY=""
 ops_cleanup() {
+  if [[ -n $PROXY ]]; then kill "$PROXY" 2>/dev/null; fi
   if $MADE_HELPER && [[ -L $FSD/mount.stampfs ]]; then rm -f "$FSD/mount.stampfs"; fi
   if $MADE_FSD; then rmdir "$FSD" 2>/dev/null; fi
 }
@@ -301,6 +303,7 @@ while True:
   wait "$HOLDER" 2>/dev/null
   kill "$PROXY"
   wait "$PROXY" 2>/dev/null
+  PROXY=""
   check "its log says the commit outlived shutdown_timeout and the changes stay journaled" \
     grep -q "commits still running after shutdown_timeout (3 s): exiting; they stay in the cache journal" "${E2E_LOG[$CUT]}"
   mount_step "remount straight to the emulator with the same cache dir" "$CUT" --config "$CONF" \
