@@ -161,7 +161,7 @@ set style data histogram
 set style histogram cluster gap 1
 set style fill solid 0.8 border -1
 set logscale y 2
-set yrange [0.03:*]
+set yrange [*:*]
 set grid ytics
 set xtics rotate by -30
 set key top left
