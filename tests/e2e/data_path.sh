@@ -287,8 +287,10 @@ head -c $((5 * 1024 * 1024 + 7)) /dev/urandom >"$L/unsynced"
 cp "$L/synced" "$L/patched"
 check "a committed file to patch later" cp "$L/patched" "$M/patched"
 # Writes, fsyncs or not, then waits (the file stays open) to be killed.
+# exec: the background pid is Python itself, so kill -KILL ends it (a sleeping
+# child left behind holds ctest's output pipe open for ten minutes).
 writer() {
-  "$PY" - "$@" <<'EOF'
+  exec "$PY" - "$@" <<'EOF'
 import os, sys, time
 src, dst, mode, flag = sys.argv[1:5]
 data = open(src, "rb").read()
