@@ -110,6 +110,7 @@ class BlockCache {
   // limit. False when they do not fit (what is left is dirty, staged or
   // pinned).
   bool MakeRoom(uint64_t bytes);
+  uint64_t Capacity() const { return capacity_; }
   BlockCacheStats Stats();
 
   // ---- dirty journal

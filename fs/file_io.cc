@@ -120,7 +120,11 @@ void FileData::Prefetch(const FilePtr& fp, uint64_t off, uint64_t end) {
   OpenFile& f = *fp;
   const bool sequential = off == f.next_read;
   f.next_read = end;
-  const uint64_t run = options_.prefetch_blocks;
+  // Blocks being fetched are not counted by the cache until they land: the
+  // window (two runs) stays within half the cache, so it cannot overshoot it.
+  const uint64_t block = f.layout.SizeOf(f.layout.IndexAt(end));
+  const uint64_t run = std::min(options_.prefetch_blocks,
+                                std::max<uint64_t>(1, cache_.Capacity() / (4 * block)));
   if (!sequential || run == 0) {
     f.prefetched = 0;
     return;
@@ -141,7 +145,7 @@ void FileData::Prefetch(const FilePtr& fp, uint64_t off, uint64_t end) {
     while (last < to && last - k < run && !f.fetching.count(last) &&
            cache_.State(f.cache_id, last) == BlockState::kAbsent) {
       const uint64_t len = std::min(f.layout.SizeOf(last), f.remote_size - f.layout.StartOf(last));
-      room = cache_.MakeRoom(len);
+      room = cache_.MakeRoom(bytes + len);  // the whole run so far
       if (!room) break;  // only uncommitted data is left: no room to read ahead
       bytes += len;
       ++last;
