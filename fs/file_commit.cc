@@ -70,13 +70,7 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
   auto etag = WriteBlob(fp, lock, f.blob, cond, true, nullptr);
   if (StagedBlocksGone(etag.status())) {
     LogInfo(f.path + ": staged blocks expired; staging them again");
-    for (const auto& [k, state] : cache_.Blocks(f.cache_id)) {
-      if (state != BlockState::kStaged) continue;
-      cache_
-          .Set(f.cache_id, k, BlockState::kDirty, f.layout.StartOf(k), f.layout.SizeOf(k),
-               f.layout.LengthIn(k, f.size))
-          .PermitUnchecked();
-    }
+    Unstage(f);
     etag = WriteBlob(fp, lock, f.blob, cond, true, nullptr);
   }
   if (IsConflict(etag.status())) return OnConflict(fp, lock, etag.status());
@@ -221,9 +215,8 @@ Status FileData::Committed(OpenFile& f, const std::string& etag) {
   return Status::Ok();
 }
 
-// The file was renamed while open: its blob moved (a server-side copy of the
-// committed version). Staged blocks belong to the old name.
-void FileData::Moved(OpenFile& f, const FileState& st) {
+// Staged blocks become dirty again: the next commit uploads them anew.
+void FileData::Unstage(OpenFile& f) {
   for (const auto& [k, state] : cache_.Blocks(f.cache_id)) {
     if (state != BlockState::kStaged) continue;
     cache_
@@ -231,6 +224,12 @@ void FileData::Moved(OpenFile& f, const FileState& st) {
              f.layout.LengthIn(k, f.size))
         .PermitUnchecked();
   }
+}
+
+// The file was renamed while open: its blob moved (a server-side copy of the
+// committed version). Staged blocks belong to the old name.
+void FileData::Moved(OpenFile& f, const FileState& st) {
+  Unstage(f);
   f.blob = st.blob;
   if (!f.base_etag.empty()) f.base_etag = st.blob_etag;
 }

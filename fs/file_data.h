@@ -207,6 +207,7 @@ class FileData {
   std::vector<std::string> ReusableIds(const OpenFile& f, const BlockList& list) const;
   Status Committed(OpenFile& f, const std::string& etag);
   void Moved(OpenFile& f, const FileState& state);
+  void Unstage(OpenFile& f);
   Status OnConflict(const FilePtr& fp, Lock& lock, const Status& why);
   Result<std::string> SaveConflictCopy(const FilePtr& fp, Lock& lock, const std::string& path);
   BlobMetadata MetadataFor(const OpenFile& f) const;
