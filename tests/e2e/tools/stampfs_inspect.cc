@@ -31,6 +31,7 @@
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
 #include "storage/table_keys.h"
+#include "storage/utf8.h"
 
 namespace stampfs {
 namespace {
@@ -50,37 +51,6 @@ int Fail(const std::string& what, const Status& s) {
   return 1;
 }
 
-// Length of the valid UTF-8 sequence starting at s[i] (0 when invalid).
-size_t Utf8SequenceLength(const std::string& s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  size_t n;
-  uint32_t cp;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if ((c & 0xF0) == 0xE0) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if ((c & 0xF8) == 0xF0) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b(i + k) & 0x3F);
-  }
-  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
-      cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    return 0;
-  }
-  return n;
-}
-
 std::string Escape(const std::string& s) {
   std::string out;
   char hex[8];
@@ -97,7 +67,7 @@ std::string Escape(const std::string& s) {
       out += hex;
     } else if (c < 0x80) {
       out += static_cast<char>(c);
-    } else if (size_t n = Utf8SequenceLength(s, i); n > 0) {
+    } else if (char32_t cp; size_t n = DecodeUtf8(s, i, &cp)) {
       out.append(s, i, n);
       i += n;
       continue;
