@@ -54,7 +54,10 @@ Status FileData::CommitLocked(const FilePtr& fp, Lock& lock) {
 Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
   OpenFile& f = *fp;
   f.upload_error = Status::Ok();  // failed background uploads are retried here
-  auto st = ns_.GetFile(f.ino, true);
+  // The entry as cached (within the TTL): a change another mount made since
+  // fails the conditional blob write (a conflict) or the entry merge (the
+  // entry is gone: see Committed), so no fresh read is needed here.
+  auto st = ns_.GetFile(f.ino, false);
   if (st.status().Is(Code::kNotFound)) {  // unlinked: nothing to keep
     f.dirty = false;
     f.journaled = false;
@@ -204,6 +207,13 @@ Status FileData::Committed(OpenFile& f, const std::string& etag) {
   f.base_etag = etag;
   f.remote_size = f.size;
   auto attr = ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, f.layout.base());
+  if (attr.status().Is(Code::kNotFound)) {
+    // Another mount removed (or moved) the entry meanwhile: the blob just
+    // written belongs to no file. Removed unless someone rewrote it since.
+    LogInfo(f.path + ": removed by another mount while being written; its blob is dropped");
+    blob_requests_++;
+    blobs_.Delete(options_.container, f.blob, Condition::IfMatch(etag)).PermitUnchecked();
+  }
   f.entity_stale = !attr.ok() && !attr.status().Is(Code::kNotFound);
   f.merged_ctime = attr.ok() ? attr->ctime_ns : 0;
   if (f.entity_stale) {

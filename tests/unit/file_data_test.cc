@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "storage/fakes.h"
+#include "storage/table_keys.h"
 
 namespace stampfs {
 namespace {
@@ -180,6 +181,46 @@ TEST_F(FileDataTest, SmallFileIsOnePutBlobWithMetadataAndEntryUpdate) {
   EXPECT_EQ(st->attr.size, content.size());
   EXPECT_EQ(st->blob_etag, props->etag);
   EXPECT_EQ(st->block_size, kBlock);
+}
+
+TEST_F(FileDataTest, CommittingANewSmallFileIsOnePutAndOneEntryMerge) {
+  Mount m = NewMount("a");
+  uint64_t ino = Create(m, "counted");
+  const int before = plan_->calls();
+  Write(m, ino, Pattern(1000, 3), 0);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(plan_->calls() - before, 2) << "the commit trusts the entry cached at create";
+  EXPECT_EQ(plan_->calls("Put"), 1);
+}
+
+TEST_F(FileDataTest, AFileRemovedByAnotherMountWhileBeingWrittenLeavesNoBlob) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  uint64_t ino = Create(a, "doomed");
+  Write(a, ino, Pattern(1000, 4), 0);
+  ASSERT_TRUE(b.ns->Unlink(kRootIno, "doomed").ok());
+  a.data->Release(ino).PermitUnchecked();
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "doomed").status().Is(Code::kNotFound))
+      << "no blob without an entry";
+  EXPECT_TRUE(b.ns->Lookup(kRootIno, "doomed").status().Is(Code::kNotFound));
+
+  // The removal lands between the blob write and the entry merge.
+  ino = Create(a, "late");
+  Write(a, ino, Pattern(1000, 5), 0);
+  plan_->SetInjector([&](const std::string& op, int) {
+    if (op == "Put") {
+      EXPECT_TRUE(raw_table_
+                      ->Delete(kTable, PartitionKeyForDirectory("/"), RowKeyForName("late"),
+                               Condition::IfMatch("*"))
+                      .ok());
+    }
+    return Status::Ok();
+  });
+  a.data->Release(ino).PermitUnchecked();
+  plan_->SetInjector(nullptr);
+  EXPECT_EQ(plan_->calls("Put"), 2) << "one blob write per file";
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "late").status().Is(Code::kNotFound))
+      << "the blob written for a removed entry is deleted";
 }
 
 TEST_F(FileDataTest, EmptyNewFileGetsABlob) {
