@@ -334,9 +334,9 @@ if $crash_point_supported; then
   e2e_unmount "$M2"
   e2e_unmount "$M"
   # (Findings other than these kinds are printed: see the report.)
-  check "fsck: no intent left, no entry in two places or in a removed directory" \
+  check "fsck: no intent left, no entry in two places or in a removed directory, no blob without an entry" \
     eval "stampfs fsck '$E2E_CONTAINER' >'$E2E_TMP/fsck.out' 2>&1; cat '$E2E_TMP/fsck.out';
-          ! grep -Eq '^(intent|orphan-dot|orphan-partition|duplicate-ino|missing-dot|missing-blob|etag-mismatch):' '$E2E_TMP/fsck.out'"
+          ! grep -Eq '^(intent|orphan-dot|orphan-partition|duplicate-ino|missing-dot|missing-blob|etag-mismatch|blob-without-entry):' '$E2E_TMP/fsck.out'"
   sed 's/^/  fsck: /' "$E2E_TMP/fsck.out"
 else
   echo "  (crash points skipped: $E2E_STAMPFS was built without -DSTAMPFS_FAULT_POINTS=ON)"
