@@ -26,21 +26,6 @@ Result<bool> ParseBool(const std::string& where, const std::string& value) {
   return Status(Code::kInvalidArgument, where + ": expected true or false");
 }
 
-Status ApplyFlag(const std::string& key, bool on, MountOptions* o) {
-  if (key == "ro" || key == "read_only") {
-    o->read_only = on;
-  } else if (key == "allow_other") {
-    o->allow_other = on;
-  } else if (key == "allow_http") {
-    o->allow_http = on;
-  } else if (key == "debug") {
-    if (on) o->log_level = "debug";
-  } else {  // nosuid, nodev, noexec
-    if (on) o->kernel_options.push_back(key);
-  }
-  return Status::Ok();
-}
-
 bool IsFlag(const std::string& key) {
   return key == "ro" || key == "read_only" || key == "allow_other" || key == "allow_http" ||
          key == "debug" || key == "nosuid" || key == "nodev" || key == "noexec";
@@ -162,7 +147,7 @@ Status ApplyConfigText(const std::string& text, const std::string& name, bool pr
     } else if (IsFlag(key)) {
       auto on = ParseBool(at, value);
       STAMPFS_RETURN_IF_ERROR(on);
-      STAMPFS_RETURN_IF_ERROR(ApplyFlag(key, *on, o));
+      ApplyFlag(key == "read_only" ? "ro" : key, *on, o);
     } else {
       if (value.find(',') != std::string::npos) {
         return Status(Code::kInvalidArgument, at + ": a value cannot contain ','");

@@ -106,6 +106,23 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
 
 }  // namespace
 
+bool ApplyFlag(const std::string& key, bool on, MountOptions* o) {
+  if (key == "ro") {
+    o->read_only = on;
+  } else if (key == "allow_other") {
+    o->allow_other = on;
+  } else if (key == "allow_http") {
+    o->allow_http = on;
+  } else if (key == "debug") {
+    if (on) o->log_level = "debug";
+  } else if (KernelOptions().count(key)) {
+    if (on) o->kernel_options.push_back(key);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 Status ApplyOptionList(const std::string& list, MountOptions* o) {
   size_t start = 0;
   while (start <= list.size()) {
@@ -117,17 +134,8 @@ Status ApplyOptionList(const std::string& list, MountOptions* o) {
     size_t eq = opt.find('=');
     if (eq != std::string::npos) {
       STAMPFS_RETURN_IF_ERROR(ApplyValueOption(opt.substr(0, eq), opt.substr(eq + 1), o));
-    } else if (opt == "ro") {
-      o->read_only = true;
-    } else if (opt == "allow_other") {
-      o->allow_other = true;
-    } else if (opt == "allow_http") {
-      o->allow_http = true;
-    } else if (opt == "debug") {
-      o->log_level = "debug";
-    } else if (KernelOptions().count(opt)) {
-      o->kernel_options.push_back(opt);
-    } else if (!IgnoredOptions().count(opt) && opt.rfind("x-", 0) != 0) {
+    } else if (!ApplyFlag(opt, true, o) && !IgnoredOptions().count(opt) &&
+               opt.rfind("x-", 0) != 0) {
       return Status(Code::kInvalidArgument, "unknown option " + opt);
     }
   }

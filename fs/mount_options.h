@@ -63,6 +63,9 @@ struct MountOptions {
 Result<MountOptions> ParseMountArgs(const std::vector<std::string>& args);
 // Applies one "-o" list ("ro,attr_timeout=5,...") to `options`.
 Status ApplyOptionList(const std::string& list, MountOptions* options);
+// Applies a flag option (ro, allow_other, allow_http, debug, or a kernel flag
+// such as nosuid) set `on` or off; false when `key` is not one.
+bool ApplyFlag(const std::string& key, bool on, MountOptions* options);
 
 // "4096", "64K", "256M", "1G", "2T" (binary multiples) as bytes.
 Result<uint64_t> ParseByteSize(const std::string& key, const std::string& value);
