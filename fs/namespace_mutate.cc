@@ -51,8 +51,8 @@ Result<Attr> Namespace::InsertEntry(uint64_t parent, const Located& loc, const E
   return attr;
 }
 
-Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t mode,
-                              uint32_t uid, uint32_t gid) {
+Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t mode, uint32_t uid,
+                              uint32_t gid) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
@@ -151,8 +151,8 @@ Result<Attr> Namespace::Create(uint64_t parent, const std::string& name, uint32_
   return InsertEntry(parent, *loc, NewEntry(loc->parent_path, name, attr));
 }
 
-Result<Attr> Namespace::Symlink(uint64_t parent, const std::string& name,
-                                const std::string& target, uint32_t uid, uint32_t gid) {
+Result<Attr> Namespace::Symlink(uint64_t parent, const std::string& name, const std::string& target,
+                                uint32_t uid, uint32_t gid) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   if (target.size() > 4095) return Status(Code::kNameTooLong, "symlink target too long");
   auto loc = Locate(parent, name);
@@ -178,19 +178,26 @@ Result<FileState> Namespace::Unlink(uint64_t parent, const std::string& name) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
-  auto entry = FetchEntry(loc->parent_path, name, true);
-  STAMPFS_RETURN_IF_ERROR(entry);
-  auto state = FileStateOf(*entry, loc->path);
-  STAMPFS_RETURN_IF_ERROR(state);
-  if (state->attr.IsDir()) return Status(Code::kIsADirectory, loc->path);
-  auto r = CommitInDirectory(
-      loc->parent_path,
-      {TableOperation::Delete(entry->partition_key, entry->row_key,
-                              Condition::IfMatch(entry->etag))},
-      nullptr);
-  STAMPFS_RETURN_IF_ERROR(r);
-  inodes_.Detach(state->attr.ino);
-  return state;
+  // The entry is deleted If-Match the ETag just read, so a directory that
+  // replaced the name is never removed; an entry changed meanwhile (another
+  // mount committed data to the file: 412) is read again.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    auto entry = FetchEntry(loc->parent_path, name, true);
+    STAMPFS_RETURN_IF_ERROR(entry);
+    auto state = FileStateOf(*entry, loc->path);
+    STAMPFS_RETURN_IF_ERROR(state);
+    if (state->attr.IsDir()) return Status(Code::kIsADirectory, loc->path);
+    BatchError err;
+    auto r = CommitInDirectory(loc->parent_path,
+                               {TableOperation::Delete(entry->partition_key, entry->row_key,
+                                                       Condition::IfMatch(entry->etag))},
+                               &err);
+    if (!r.ok() && err.failed_index == 0 && r.status().Is(Code::kPreconditionFailed)) continue;
+    STAMPFS_RETURN_IF_ERROR(r);
+    inodes_.Detach(state->attr.ino);
+    return state;
+  }
+  return Status(Code::kPreconditionFailed, loc->path + " kept changing under concurrent updates");
 }
 
 Result<FileState> Namespace::FileStateOf(const Entity& entry, const std::string& path) const {
@@ -219,8 +226,8 @@ Result<Entity> Namespace::MergeEntry(uint64_t ino, const std::function<Status(En
     updated.etag.clear();
     if (path == "/") {
       table_requests++;
-      auto r = table_.Update(options_.table, updated, UpdateMode::kReplace,
-                             Condition::IfMatch(e->etag));
+      auto r =
+          table_.Update(options_.table, updated, UpdateMode::kReplace, Condition::IfMatch(e->etag));
       if (r.status().Is(Code::kPreconditionFailed)) continue;
       STAMPFS_RETURN_IF_ERROR(r);
       if (cache_) cache_->InvalidateListing(updated.partition_key).PermitUnchecked();

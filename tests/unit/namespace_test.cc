@@ -50,7 +50,8 @@ class NamespaceTest : public ::testing::Test {
   }
 
   Result<Entity> Row(const std::string& dir, const std::string& name) {
-    return table_->Get(kTable, PartitionKeyForDirectory(dir), name == "." ? "." : RowKeyForName(name));
+    return table_->Get(kTable, PartitionKeyForDirectory(dir),
+                       name == "." ? "." : RowKeyForName(name));
   }
 
   size_t PartitionSize(const std::string& dir) {
@@ -237,7 +238,8 @@ TEST_F(NamespaceTest, ListingWithinTtlNeedsNoRequestAndAfterTtlOneDotRead) {
   Mount m = NewMount();
   auto d = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
   ASSERT_TRUE(d.ok());
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(m.ns->Create(d->ino, "f" + std::to_string(i), 0644, 0, 0).ok());
+  for (int i = 0; i < 20; ++i)
+    ASSERT_TRUE(m.ns->Create(d->ino, "f" + std::to_string(i), 0644, 0, 0).ok());
   uint64_t before = m.ns->table_requests;
   ASSERT_EQ(m.ns->ReadDir(d->ino)->size(), 20u);
   EXPECT_EQ(m.ns->table_requests - before, 0u) << "own writes keep the listing exact";
@@ -275,7 +277,8 @@ TEST_F(NamespaceTest, RemountWithTheSameCacheListsAKnownDirectoryWithoutAQuery) 
     auto d = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
     ASSERT_TRUE(d.ok());
     d_ino = d->ino;
-    for (int i = 0; i < 5; ++i) ASSERT_TRUE(m.ns->Create(d->ino, "f" + std::to_string(i), 0644, 0, 0).ok());
+    for (int i = 0; i < 5; ++i)
+      ASSERT_TRUE(m.ns->Create(d->ino, "f" + std::to_string(i), 0644, 0, 0).ok());
     ASSERT_EQ(m.ns->ReadDir(d->ino)->size(), 5u);
   }
   now_ms_ += 60000;
@@ -385,10 +388,8 @@ TEST_F(NamespaceTest, XattrsAreStoredInTheEntryWithCreateAndReplaceFlags) {
   EXPECT_EQ(*other.ns->GetXattr(seen->ino, "user.a"), std::string("v\0w", 3));
   ASSERT_TRUE(m.ns->RemoveXattr(f->ino, "user.a").ok());
   EXPECT_TRUE(m.ns->ListXattr(f->ino)->empty());
-  EXPECT_EQ(m.ns->SetXattr(f->ino, "user.big", std::string(70000, 'x'), 0).code(),
-            Code::kTooLarge);
-  EXPECT_EQ(m.ns->SetXattr(f->ino, "system.posix_acl_access", "x", 0).code(),
-            Code::kNotSupported);
+  EXPECT_EQ(m.ns->SetXattr(f->ino, "user.big", std::string(70000, 'x'), 0).code(), Code::kTooLarge);
+  EXPECT_EQ(m.ns->SetXattr(f->ino, "system.posix_acl_access", "x", 0).code(), Code::kNotSupported);
 }
 
 TEST_F(NamespaceTest, ReadOnlyMountRefusesChanges) {
@@ -453,6 +454,29 @@ TEST_F(NamespaceTest, ALostCreateRaceSeesTheWinnersEntryAtOnce) {
   auto found = a.ns->Lookup(d->ino, "f");
   ASSERT_TRUE(found.ok()) << found.status().ToString();
   EXPECT_EQ(found->ino, won->ino);
+}
+
+// Another mount commits data to the file (its entry's ETag changes) between
+// the unlink's read and its delete: the unlink reads it again and succeeds.
+TEST_F(NamespaceTest, UnlinkOfAnEntryChangedMeanwhileRereadsAndRemovesIt) {
+  Mount a = NewMount();
+  ASSERT_TRUE(a.ns->Create(kRootIno, "f", 0644, 0, 0).ok());
+  bool changed = false;
+  plan_->SetInjector([&](const std::string& op, int) {
+    if (op == "ExecuteBatch" && !changed) {
+      changed = true;
+      auto row = Row("/", "f");
+      EXPECT_TRUE(row.ok());
+      Entity e{row->partition_key, row->row_key, {{"size", int64_t{5}}}, {}};
+      EXPECT_TRUE(table_->Update(kTable, e, UpdateMode::kMerge, Condition::IfMatch("*")).ok());
+    }
+    return Status::Ok();
+  });
+  auto gone = a.ns->Unlink(kRootIno, "f");
+  plan_->SetInjector(nullptr);
+  ASSERT_TRUE(changed);
+  EXPECT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_TRUE(Row("/", "f").status().Is(Code::kNotFound));
 }
 
 }  // namespace
