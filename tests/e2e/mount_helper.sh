@@ -46,6 +46,7 @@ fi
 HELPER_MOUNTS=()   # mountpoints this script may leave mounted
 SAVED_HELPER=""
 MADE_UNIT_BIN=false
+SAVED_UNIT_BIN=""
 
 # The pids of stampfs daemons serving DIR (their command line ends with it).
 daemon_pids() {
@@ -81,6 +82,7 @@ helper_cleanup() {
   if [[ -L $SBIN_HELPER && $(readlink "$SBIN_HELPER") == "$HELPER" ]]; then rm -f "$SBIN_HELPER"; fi
   if [[ -n $SAVED_HELPER ]]; then mv -f "$SAVED_HELPER" "$SBIN_HELPER"; fi
   if $MADE_UNIT_BIN && [[ -L $UNIT_BIN ]]; then rm -f "$UNIT_BIN"; fi
+  if [[ -n $SAVED_UNIT_BIN ]]; then mv -f "$SAVED_UNIT_BIN" "$UNIT_BIN"; fi
 }
 
 # Runs helper_cleanup, then lib.bash's exit handler with the exit status kept;
@@ -201,7 +203,12 @@ if ! timeout 60 systemd-analyze verify "$E2E_TMP/e2e-probe.service" >"$E2E_TMP/p
   echo "  SKIP  systemd-analyze verify cannot run here (a trivial unit fails too):"
   sed 's/^/        | /' "$E2E_TMP/probe.out"
 else
-  # verify requires ExecStart's binary to exist: lend it the build's for the run.
+  # verify requires ExecStart's binary to exist: lend it the build's for the run
+  # (a dangling link, left by a removed build, is set aside and restored).
+  if [[ -L $UNIT_BIN && ! -e $UNIT_BIN ]]; then
+    SAVED_UNIT_BIN=$E2E_TMP/stampfs.saved
+    mv "$UNIT_BIN" "$SAVED_UNIT_BIN" || e2e_fatal "set aside the dangling $UNIT_BIN"
+  fi
   if [[ ! -e $UNIT_BIN && ! -L $UNIT_BIN ]]; then
     mkdir -p "$(dirname "$UNIT_BIN")" && ln -s "$E2E_STAMPFS" "$UNIT_BIN" && MADE_UNIT_BIN=true
   fi
