@@ -54,10 +54,7 @@ Status FileData::CommitLocked(const FilePtr& fp, Lock& lock) {
 Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
   OpenFile& f = *fp;
   f.upload_error = Status::Ok();  // failed background uploads are retried here
-  // The entry as cached (within the TTL): a change another mount made since
-  // fails the conditional blob write (a conflict) or the entry merge (the
-  // entry is gone: see Committed), so no fresh read is needed here.
-  auto st = ns_.GetFile(f.ino, false);
+  auto st = ns_.GetFile(f.ino, true);
   if (st.status().Is(Code::kNotFound)) {  // unlinked: nothing to keep
     f.dirty = false;
     f.journaled = false;
