@@ -54,7 +54,11 @@ Status FileData::CommitLocked(const FilePtr& fp, Lock& lock) {
 Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
   OpenFile& f = *fp;
   f.upload_error = Status::Ok();  // failed background uploads are retried here
-  auto st = ns_.GetFile(f.ino, true);
+  // The entry as cached (within the TTL): the blob write's condition comes
+  // from the open file's base version, not from the entry; a change another
+  // mount made since fails that write (a conflict) or the entry merge (a
+  // removed entry: see Committed; a newer version: CommitFile keeps it).
+  auto st = ns_.GetFile(f.ino, false);
   if (st.status().Is(Code::kNotFound)) {  // unlinked: nothing to keep
     f.dirty = false;
     f.journaled = false;
@@ -201,9 +205,10 @@ Status FileData::Committed(OpenFile& f, const std::string& etag) {
   STAMPFS_RETURN_IF_ERROR(cache_.Rekey(f.cache_id, f.blob, etag));
   f.journaled = false;
   f.dirty = false;
+  const std::string prev = f.base_etag;
   f.base_etag = etag;
   f.remote_size = f.size;
-  auto attr = ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, f.layout.base());
+  auto attr = ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, prev, f.layout.base());
   if (attr.status().Is(Code::kNotFound)) {
     // Another mount removed (or moved) the entry meanwhile: the blob just
     // written belongs to no file. Removed unless someone rewrote it since.
@@ -309,7 +314,7 @@ Result<std::string> FileData::SaveConflictCopy(const FilePtr& fp, Lock& lock,
     auto etag = WriteBlob(fp, lock, cst->blob, Condition::IfNoneMatchAny(), false, &lost);
     s = etag.status();
     if (s.ok()) {
-      s = ns_.CommitFile(created->ino, f.size, f.mtime_ns, *etag, f.layout.base()).status();
+      s = ns_.CommitFile(created->ino, f.size, f.mtime_ns, *etag, "", f.layout.base()).status();
     }
   }
   ns_.Forget(created->ino, 1);

@@ -40,8 +40,8 @@ Result<FileState> FileData::Adopt(uint64_t ino) {
   const int64_t mtime = static_cast<int64_t>(MetaNumber(
       props->metadata, "mtime", static_cast<uint64_t>(props->last_modified) * 1000000000ull));
   const uint64_t bsize = MetaNumber(props->metadata, "bsize", 0);
-  auto attr =
-      ns_.CommitFile(ino, props->size, mtime, props->etag, ValidBlockSize(bsize) ? bsize : 0);
+  auto attr = ns_.CommitFile(ino, props->size, mtime, props->etag, st->blob_etag,
+                             ValidBlockSize(bsize) ? bsize : 0);
   STAMPFS_RETURN_IF_ERROR(attr);
   const std::string what = st->path + ": the entry named blob version " +
                            (st->blob_etag.empty() ? "(none)" : st->blob_etag) +

@@ -137,9 +137,12 @@ class Namespace {
   // Data path support.
   Result<FileState> GetFile(uint64_t ino, bool fresh = false);
   // Records a committed blob: size, mtime, blob ETag (and the block size of
-  // its layout when not 0) merged into the entry.
+  // its layout when not 0) merged into the entry. `prev_etag`: the blob ETag
+  // the commit replaced ("" for a new blob). When another writer's newer
+  // version is committed already, the entry is left to it (and returned).
   Result<Attr> CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns,
-                          const std::string& blob_etag, uint64_t block_size = 0);
+                          const std::string& blob_etag, const std::string& prev_etag,
+                          uint64_t block_size = 0);
   void Pin(uint64_t ino) { inodes_.Pin(ino); }
   void Unpin(uint64_t ino) { inodes_.Unpin(ino); }
 

@@ -273,9 +273,27 @@ Result<FileState> Namespace::GetFile(uint64_t ino, bool fresh) {
   return FileStateOf(*e, path);
 }
 
+// The entry may name `blob_etag` only while the blob is at that version: its
+// current "betag" must be `prev_etag` (what the commit was based on) or ours,
+// or else the blob itself must still be at ours (the entry lagged). Otherwise
+// another writer committed after us (based on our version): its merge names
+// the newer ETag, and ours must not overwrite it (that left an entry naming
+// one version over a blob holding another).
 Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns,
-                                   const std::string& blob_etag, uint64_t block_size) {
+                                   const std::string& blob_etag, const std::string& prev_etag,
+                                   uint64_t block_size) {
+  std::optional<Entity> superseded;
   auto e = MergeEntry(ino, [&](Entity* entity) -> Status {
+    const std::string* current = entity->GetString("betag");
+    const std::string& named = current ? *current : std::string();
+    if (named != prev_etag && named != blob_etag) {
+      const std::string* blob = entity->GetString("blob");
+      auto props = blobs_.GetProperties(options_.container, blob ? *blob : std::string());
+      if (!props.ok() || props->etag != blob_etag) {
+        superseded = *entity;
+        return Status(Code::kPreconditionFailed, "a newer version was committed");
+      }
+    }
     auto attr = AttrFromEntity(*entity);
     STAMPFS_RETURN_IF_ERROR(attr);
     attr->size = size;
@@ -286,6 +304,7 @@ Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns
     if (block_size > 0) entity->properties["bsize"] = static_cast<int64_t>(block_size);
     return Status::Ok();
   });
+  if (superseded) return AttrFromEntity(*superseded);
   STAMPFS_RETURN_IF_ERROR(e);
   return AttrFromEntity(*e);
 }

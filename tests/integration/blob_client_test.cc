@@ -4,12 +4,16 @@
 // lives in tests/conformance/blob_store_conformance.cc.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <latch>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "storage/auth.h"
@@ -301,6 +305,50 @@ TEST_F(BlobClientTest, AwkwardNamesRoundTripInListingReadAndCopy) {
   auto data = store_->ReadToString(container_, copy);
   ASSERT_TRUE(data.ok()) << data.status().ToString();
   EXPECT_EQ(*data, "data of " + AwkwardNames()[4]);
+}
+
+// Conditional writes are the only arbiter between mounts: of N writers racing
+// on one blob name with If-None-Match:* (or If-Match one ETag), exactly one
+// may succeed; the others get kAlreadyExists / kPreconditionFailed.
+int RacingPuts(BlobStore& store, const std::string& container, const std::string& blob,
+               const Condition& condition, int writers) {
+  std::latch start(writers);
+  std::atomic<int> won{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      std::string data(256 * 1024, static_cast<char>('a' + w));
+      start.arrive_and_wait();
+      auto r = store.PutString(container, blob, data, {}, condition);
+      if (r.ok()) {
+        won++;
+      } else {
+        EXPECT_TRUE(r.status().Is(Code::kAlreadyExists) || r.status().Is(Code::kPreconditionFailed))
+            << r.status().ToString();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return won.load();
+}
+
+TEST_F(BlobClientTest, ConcurrentConditionalPutsHaveOneWinner) {
+  std::map<int, int> create_wins, update_wins;  // winners per round -> rounds
+  for (int round = 0; round < 20; ++round) {
+    const std::string blob = "race-" + std::to_string(round);
+    create_wins[RacingPuts(*store_, container_, blob, Condition::IfNoneMatchAny(), 6)]++;
+    auto props = store_->GetProperties(container_, blob);
+    ASSERT_TRUE(props.ok()) << props.status().ToString();
+    update_wins[RacingPuts(*store_, container_, blob, Condition::IfMatch(props->etag), 6)]++;
+  }
+  auto show = [](const std::map<int, int>& m) {
+    std::string s;
+    for (auto [winners, rounds] : m)
+      s += std::to_string(winners) + " winners: " + std::to_string(rounds) + " rounds; ";
+    return s;
+  };
+  EXPECT_EQ(create_wins[1], 20) << "If-None-Match:* " << show(create_wins);
+  EXPECT_EQ(update_wins[1], 20) << "If-Match " << show(update_wins);
 }
 
 }  // namespace

@@ -208,9 +208,52 @@ TEST_F(FileDataTest, AFileRemovedByAnotherMountWhileBeingWrittenLeavesNoBlob) {
   });
   a.data->Release(ino).PermitUnchecked();
   plan_->SetInjector(nullptr);
-  EXPECT_EQ(plan_->calls("Put"), 1) << "the file removed before its close wrote no blob";
+  EXPECT_EQ(plan_->calls("Put"), 2) << "one blob write per file: the commit trusts its cached "
+                                       "entry, and the removal shows at the entry merge";
   EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "late").status().Is(Code::kNotFound))
       << "the blob written for a removed entry is deleted";
+}
+
+// A commit whose entry merge lands after another writer's newer commit (based
+// on it) must not name its own, older version: seen as an entry naming one
+// writer's ETag over a blob holding the other's.
+TEST_F(FileDataTest, ALateEntryMergeDoesNotNameAnOlderVersion) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  uint64_t ino = Create(a, "raced");
+  Write(a, ino, Pattern(1000, 6), 0);
+  const std::string newer = Pattern(1500, 7);
+  bool fired = false;
+  // A's blob is written; before A's entry merge, B opens the file (adopting
+  // A's version), writes and commits its own on top.
+  plan_->SetInjector([&](const std::string& op, int) {
+    if (op != "ExecuteBatch" || fired || plan_->calls("Put") == 0) return Status::Ok();
+    fired = true;
+    uint64_t b_ino = OpenExisting(b, "raced");
+    Write(b, b_ino, newer, 0);
+    EXPECT_TRUE(b.data->Release(b_ino).ok());
+    return Status::Ok();
+  });
+  ASSERT_TRUE(a.data->Release(ino).ok());
+  plan_->SetInjector(nullptr);
+  ASSERT_TRUE(fired);
+  auto props = raw_blobs_->GetProperties(kContainer, "raced");
+  ASSERT_TRUE(props.ok());
+  auto st = b.ns->GetFile(ino, true);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->blob_etag, props->etag) << "the entry names the blob's current version";
+  EXPECT_EQ(st->attr.size, newer.size());
+  EXPECT_EQ(Blob("raced"), newer);
+}
+
+TEST_F(FileDataTest, CommittingANewSmallFileIsOnePutAndOneEntryMerge) {
+  Mount m = NewMount("a");
+  uint64_t ino = Create(m, "counted");
+  const int before = plan_->calls();
+  Write(m, ino, Pattern(1000, 3), 0);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(plan_->calls() - before, 2) << "the commit trusts the entry cached at create";
+  EXPECT_EQ(plan_->calls("Put"), 1);
 }
 
 TEST_F(FileDataTest, EmptyNewFileGetsABlob) {

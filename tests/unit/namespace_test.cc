@@ -328,7 +328,7 @@ TEST_F(NamespaceTest, DirectoryRenameMovesEveryDescendantPartitionAndBlob) {
   ASSERT_TRUE(f.ok());
   auto etag = blobs_->PutString(kContainer, "a/b/f", "data", {}, Condition::IfNoneMatchAny());
   ASSERT_TRUE(etag.ok());
-  ASSERT_TRUE(m.ns->CommitFile(f->ino, 4, NowNs(), *etag).ok());
+  ASSERT_TRUE(m.ns->CommitFile(f->ino, 4, NowNs(), *etag, "").ok());
 
   auto r = m.ns->Rename(kRootIno, "a", kRootIno, "z", 0);
   ASSERT_TRUE(r.ok()) << r.status().ToString();

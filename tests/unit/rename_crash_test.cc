@@ -71,7 +71,7 @@ class RenameCrashTest : public ::testing::Test {
     ASSERT_TRUE(a.ok()) << path << ": " << a.status().ToString();
     auto etag = blobs_->PutString(kContainer, BlobNameFor(path), data, {}, Condition::None());
     ASSERT_TRUE(etag.ok());
-    ASSERT_TRUE(ns.CommitFile(a->ino, data.size(), NowNs(), *etag).ok());
+    ASSERT_TRUE(ns.CommitFile(a->ino, data.size(), NowNs(), *etag, "").ok());
   }
 
   void Walk(Namespace& ns, uint64_t ino, const std::string& path, Tree* tree) {
