@@ -72,7 +72,8 @@ Status Namespace::InitTables() {
   if (root.ok()) return Status::Ok();
   if (!root.status().Is(Code::kNotFound)) return root.status().WithContext("table " + t);
   if (options_.read_only) {
-    return Status(Code::kNotFound, "table " + t + " has no root directory and the mount is read-only");
+    return Status(Code::kNotFound,
+                  "table " + t + " has no root directory and the mount is read-only");
   }
   Entity format{kFsPartition, kFormatRow, {{"version", kFormatVersion}}, {}};
   Entity counter{kFsPartition, kInoCounterRow, {{"next", static_cast<int64_t>(kRootIno + 1)}}, {}};
@@ -131,14 +132,18 @@ Attr Namespace::WithDirectoryTimes(const std::string& path, Attr attr) {
   return attr;
 }
 
-// Listing protocol: read the "." ETag first, then the partition. A change made
-// while the pages are read changes "." after the ETag we record, so the next
-// revalidation sees a different ETag and lists again: the cache never claims a
-// listing exact for an ETag it does not match.
+// Listing protocol: the "." ETag recorded with a listing is read no later
+// than its first page: from the first page itself (the partition query
+// returns the "." row too; one request saved), else by a Get before the
+// pages. A change made while the pages are read changes "." after the ETag
+// we record, so the next revalidation sees a different ETag and lists again:
+// the cache never claims a listing exact for an ETag it does not match.
 //
 // Holds the directory's stripe: a listing read before a concurrent commit in
 // this mount must not overwrite the newer state that commit cached.
-Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path) {
+// `max_pages` (0: no limit): past it, the entries read are cached one by one
+// and kTooLarge is returned.
+Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path, size_t max_pages) {
   const std::string pk = PartitionKeyForDirectory(dir_path);
   std::lock_guard<std::mutex> lock(StripeFor(dir_path));
   std::optional<Entity> dot;
@@ -165,31 +170,73 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path)
       }
     }
   }
-  if (!dot) {
+  QueryOptions q;
+  q.filter = FilterPartition(pk);
+  std::vector<Entity> entries;
+  for (;;) {
+    entries.clear();
+    bool late_dot = false;  // "." came after the first page: too late to record
+    std::string npk, nrk;
+    size_t pages = 0;
+    do {
+      if (max_pages > 0 && pages == max_pages) {
+        if (cache_) {
+          for (const Entity& e : entries) cache_->PutEntry(e, NowMs()).PermitUnchecked();
+        }
+        return Status(Code::kTooLarge,
+                      dir_path + ": over " + std::to_string(max_pages) + " pages of entries");
+      }
+      table_requests++;
+      auto page = table_.QueryPage(options_.table, q, npk, nrk);
+      STAMPFS_RETURN_IF_ERROR(page);
+      for (auto& e : page->entities) {
+        if (e.row_key != kDotRowKey) {
+          entries.push_back(std::move(e));
+        } else if (!dot) {
+          if (pages == 0) dot = std::move(e);
+          late_dot = pages > 0;
+        }
+      }
+      ++pages;
+      npk = page->next_partition_key;
+      nrk = page->next_row_key;
+    } while (!npk.empty() || !nrk.empty());
+    if (dot) break;
+    if (!late_dot) {
+      if (cache_) cache_->DropPartition(pk).PermitUnchecked();
+      return Status(Code::kNotFound, "directory " + dir_path + " is gone");
+    }
+    // Over a page of names sort before ".": read it first, then list again.
     auto current = FetchDot(pk);
     STAMPFS_RETURN_IF_ERROR(current);
     dot = *current;
   }
-  QueryOptions q;
-  q.filter = FilterPartition(pk);
-  std::vector<Entity> entries;
-  std::string npk, nrk;
-  do {
-    table_requests++;
-    auto page = table_.QueryPage(options_.table, q, npk, nrk);
-    STAMPFS_RETURN_IF_ERROR(page);
-    for (auto& e : page->entities) {
-      if (e.row_key != kDotRowKey) entries.push_back(std::move(e));
-    }
-    npk = page->next_partition_key;
-    nrk = page->next_row_key;
-  } while (!npk.empty() || !nrk.empty());
   if (cache_) {
     entries.push_back(*dot);  // cached with the listing, for the directory's times
     cache_->PutListing(pk, entries, dot->etag, NowMs()).PermitUnchecked();
     entries.pop_back();
   }
   return entries;
+}
+
+// Names looked up one by one in a directory whose listing is not cached:
+// from the kListAfterLookups-th point query on, the directory is listed
+// instead (up to kListPageBudget pages; a bigger one is left to point
+// queries for a while), so stat of every name costs a listing, not a query
+// per name.
+bool Namespace::ShouldList(const std::string& pk) {
+  std::lock_guard<std::mutex> lock(lookups_mu_);
+  if (lookups_.size() > kMaxTrackedDirectories) lookups_.clear();
+  DirectoryLookups& d = lookups_[pk];
+  if (NowMs() < d.point_only_until_ms) return false;
+  return ++d.misses >= kListAfterLookups;
+}
+
+void Namespace::ListedOrTooLarge(const std::string& pk, bool too_large) {
+  std::lock_guard<std::mutex> lock(lookups_mu_);
+  DirectoryLookups& d = lookups_[pk];
+  d.misses = 0;
+  if (too_large) d.point_only_until_ms = NowMs() + kPointOnlyMs;
 }
 
 Result<Entity> Namespace::FetchEntry(const std::string& dir_path, const std::string& name,
@@ -199,15 +246,43 @@ Result<Entity> Namespace::FetchEntry(const std::string& dir_path, const std::str
   if (cache_ && !fresh) {
     auto gen = cache_->GetGeneration(pk);
     auto ce = cache_->GetEntry(pk, rk);
-    if (gen && gen->complete) {
-      if (NowMs() - gen->validated_ms >= options_.ttl_ms) {
-        STAMPFS_RETURN_IF_ERROR(FetchListing(dir_path));  // one request when unchanged
-        ce = cache_->GetEntry(pk, rk);
+    if (gen && gen->complete && NowMs() - gen->validated_ms >= options_.ttl_ms) {
+      // One request revalidates every entry of the directory. When "."
+      // changed, names go back to point queries (and a listing once enough
+      // are asked for) rather than a relisting per lookup.
+      auto dot = FetchDot(pk);
+      if (dot.status().Is(Code::kNotFound)) {
+        cache_->DropPartition(pk).PermitUnchecked();
+        return Status(Code::kNotFound, JoinPath(dir_path, name));
       }
+      STAMPFS_RETURN_IF_ERROR(dot);
+      if (dot->etag == gen->dot_etag) {
+        gen->validated_ms = NowMs();
+        cache_->SetGeneration(pk, *gen).PermitUnchecked();
+      } else {
+        cache_->InvalidateListing(pk).PermitUnchecked();
+        gen.reset();
+        ce.reset();
+      }
+    }
+    if (gen && gen->complete) {
       if (!ce) return Status(Code::kNotFound, JoinPath(dir_path, name));
       return ce->entity;
     }
     if (ce && NowMs() - ce->fetched_ms < options_.ttl_ms) return ce->entity;
+    if (ShouldList(pk)) {
+      auto listed = FetchListing(dir_path, kListPageBudget);
+      ListedOrTooLarge(pk, listed.status().Is(Code::kTooLarge));
+      if (listed.ok()) {
+        ce = cache_->GetEntry(pk, rk);
+        if (!ce) return Status(Code::kNotFound, JoinPath(dir_path, name));
+        return ce->entity;
+      }
+      if (listed.status().Is(Code::kNotFound)) {
+        return Status(Code::kNotFound, JoinPath(dir_path, name));
+      }
+      if (!listed.status().Is(Code::kTooLarge)) return listed.status();
+    }
   }
   table_requests++;
   auto r = table_.Get(options_.table, pk, rk);
@@ -357,8 +432,10 @@ Result<uint64_t> Namespace::AllocateIno() {
     auto counter = table_.Get(options_.table, kFsPartition, kInoCounterRow);
     STAMPFS_RETURN_IF_ERROR(counter);
     int64_t next = counter->GetInt64("next");
-    Entity updated{kFsPartition, kInoCounterRow,
-                   {{"next", next + static_cast<int64_t>(options_.ino_range)}}, {}};
+    Entity updated{kFsPartition,
+                   kInoCounterRow,
+                   {{"next", next + static_cast<int64_t>(options_.ino_range)}},
+                   {}};
     table_requests++;
     auto r = table_.Update(options_.table, updated, UpdateMode::kReplace,
                            Condition::IfMatch(counter->etag));

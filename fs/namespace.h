@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cache/meta_cache.h"
@@ -169,7 +170,9 @@ class Namespace {
   // `fresh` skips the cache (before a conditional write that must not be stale).
   Result<Entity> FetchEntry(const std::string& dir_path, const std::string& name, bool fresh);
   Result<Entity> FetchEntryOf(uint64_t ino, std::string* path, bool fresh);
-  Result<std::vector<Entity>> FetchListing(const std::string& dir_path);
+  Result<std::vector<Entity>> FetchListing(const std::string& dir_path, size_t max_pages = 0);
+  bool ShouldList(const std::string& pk);
+  void ListedOrTooLarge(const std::string& pk, bool too_large);
   Result<Entity> FetchDot(const std::string& pk);
   Attr WithDirectoryTimes(const std::string& path, Attr attr);
   Result<BatchResult> CommitInDirectory(const std::string& dir_path,
@@ -217,6 +220,17 @@ class Namespace {
   // This mount's renames whose steps failed after the intent was written
   // (the backend was away): finished before the next rename. GUARDED_BY(rename_mu_)
   std::vector<RenameIntent> pending_renames_;
+  // Point lookups per directory whose listing is not cached (ShouldList).
+  static constexpr int kListAfterLookups = 8;
+  static constexpr size_t kListPageBudget = 16;
+  static constexpr int64_t kPointOnlyMs = 10 * 60 * 1000;
+  static constexpr size_t kMaxTrackedDirectories = 4096;
+  struct DirectoryLookups {
+    int misses = 0;
+    int64_t point_only_until_ms = 0;  // over kListPageBudget pages: not listed again before
+  };
+  std::mutex lookups_mu_;
+  std::unordered_map<std::string, DirectoryLookups> lookups_;  // GUARDED_BY(lookups_mu_)
   std::string mount_id_;  // random, names this instance in the intents it writes
   std::string host_;
   std::unique_ptr<Discovery> discovery_;  // last: stopped first

@@ -60,6 +60,22 @@ class NamespaceTest : public ::testing::Test {
     return rows.ok() ? rows->size() : 0;
   }
 
+  // /d holding `count` files named prefix+N, made through `m`; its inode.
+  uint64_t DirWithFiles(Mount& m, int count, const std::string& prefix) {
+    auto d = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    for (int i = 0; i < count && d.ok(); ++i) {
+      EXPECT_TRUE(m.ns->Create(d->ino, prefix + std::to_string(i), 0644, 0, 0).ok());
+    }
+    return d.ok() ? d->ino : 0;
+  }
+  // /d as another mount sees it.
+  uint64_t LookupD(Mount& m) {
+    auto d = m.ns->Lookup(kRootIno, "d");
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    return d.ok() ? d->ino : 0;
+  }
+
   std::unique_ptr<TableStore> table_ = MakeFakeTableStore();
   std::unique_ptr<BlobStore> blobs_ = MakeFakeBlobStore();
   std::shared_ptr<FaultPlan> plan_;
@@ -249,6 +265,79 @@ TEST_F(NamespaceTest, ListingWithinTtlNeedsNoRequestAndAfterTtlOneDotRead) {
   ASSERT_EQ(m.ns->ReadDir(d->ino)->size(), 20u);
   EXPECT_EQ(m.ns->table_requests - before, 1u);
   EXPECT_EQ(plan_->calls("QueryPage"), queries) << "unchanged '.' ETag: no listing";
+}
+
+TEST_F(NamespaceTest, AListingIsOneQueryPageWithTheDotRowInIt) {
+  Mount a = NewMount();
+  const uint64_t d = DirWithFiles(a, 5, "f");
+  Mount b = NewMount();
+  const uint64_t seen = LookupD(b);
+  const int gets = plan_->calls("Get");
+  uint64_t before = b.ns->table_requests;
+  ASSERT_EQ(b.ns->ReadDir(seen)->size(), 5u);
+  EXPECT_EQ(b.ns->table_requests - before, 1u);
+  EXPECT_EQ(plan_->calls("Get"), gets) << "the '.' row came with the page";
+  // The listing is exact for that "." ETag: a change shows after the TTL.
+  ASSERT_TRUE(a.ns->Create(d, "late", 0644, 0, 0).ok());
+  now_ms_ += 1001;
+  EXPECT_EQ(b.ns->ReadDir(seen)->size(), 6u);
+}
+
+TEST_F(NamespaceTest, ADotRowPastTheFirstPageIsReadBeforeTheListing) {
+  Mount a = NewMount();
+  // 1,001 names sort before "." (a page is 1,000 entities).
+  const uint64_t d = DirWithFiles(a, 1001, "-");
+  Mount b = NewMount();
+  const uint64_t seen = LookupD(b);
+  ASSERT_EQ(b.ns->ReadDir(seen)->size(), 1001u);
+  ASSERT_TRUE(a.ns->Create(d, "-late", 0644, 0, 0).ok());
+  now_ms_ += 1001;
+  EXPECT_EQ(b.ns->ReadDir(seen)->size(), 1002u) << "the recorded '.' ETag was current";
+}
+
+TEST_F(NamespaceTest, ManyLookupsInAnUnlistedDirectoryListItOnce) {
+  Mount a = NewMount();
+  const uint64_t d = DirWithFiles(a, 100, "f");
+  Mount b = NewMount();
+  const uint64_t seen = LookupD(b);
+  uint64_t before = b.ns->table_requests;
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(b.ns->Lookup(seen, "f" + std::to_string(i)).ok()) << i;
+  EXPECT_TRUE(b.ns->Lookup(seen, "absent").status().Is(Code::kNotFound));
+  EXPECT_EQ(b.ns->table_requests - before, 8u) << "7 point queries, then one listing";
+
+  // After the TTL, one "." read revalidates them all.
+  now_ms_ += 1001;
+  before = b.ns->table_requests;
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(b.ns->Lookup(seen, "f" + std::to_string(i)).ok());
+  EXPECT_EQ(b.ns->table_requests - before, 1u);
+
+  // A change: names go back to point queries (the new name is seen), not a
+  // listing per lookup.
+  ASSERT_TRUE(a.ns->Create(d, "new", 0644, 0, 0).ok());
+  now_ms_ += 1001;
+  before = b.ns->table_requests;
+  EXPECT_TRUE(b.ns->Lookup(seen, "new").ok());
+  EXPECT_EQ(b.ns->table_requests - before, 2u) << "the '.' read, then the entry";
+}
+
+TEST_F(NamespaceTest, ADirectoryOverTheListingBudgetStaysWithPointQueries) {
+  Mount a = NewMount();
+  ASSERT_NE(DirWithFiles(a, 0, ""), 0u);
+  // More entities than 16 pages, written straight to the table.
+  for (int i = 0; i < 16 * 1000 + 1; ++i) {
+    Entity e{PartitionKeyForDirectory("/d"), RowKeyForName("g" + std::to_string(i)), {}, {}};
+    ASSERT_TRUE(table_->Insert(kTable, e).ok());
+  }
+  Mount b = NewMount();
+  const uint64_t seen = LookupD(b);
+  const int start = plan_->calls("QueryPage");
+  int queries = 0;
+  for (int i = 0; i < 20; ++i) {
+    (void)b.ns->Lookup(seen, "x" + std::to_string(i));
+    if (i == 7) queries = plan_->calls("QueryPage");
+  }
+  EXPECT_EQ(plan_->calls("QueryPage"), queries) << "not listed again after the budget ran out";
+  EXPECT_EQ(queries - start, 16);
 }
 
 TEST_F(NamespaceTest, AnotherMountsChangeIsSeenAfterTheTtl) {
