@@ -67,9 +67,11 @@ Status Namespace::InitTables() {
     if (!IsOkOrExists(s)) return s.WithContext("create table " + t);
   }
   STAMPFS_RETURN_IF_ERROR(blobs_.GetContainerProperties(c).WithContext("container " + c));
-  auto root = table_.Get(t, PartitionKeyForDirectory("/"), kDotRowKey);
-  table_requests++;
-  if (root.ok()) return Status::Ok();
+  auto root = FetchDot(PartitionKeyForDirectory("/"));
+  if (root.ok()) {
+    if (cache_) cache_->PutEntry(*root, NowMs()).PermitUnchecked();
+    return Status::Ok();
+  }
   if (!root.status().Is(Code::kNotFound)) return root.status().WithContext("table " + t);
   if (options_.read_only) {
     return Status(Code::kNotFound,
@@ -294,14 +296,42 @@ Result<Entity> Namespace::FetchEntry(const std::string& dir_path, const std::str
   return r;
 }
 
+// The root's attributes are its "." row: cached like an entry (fresh for
+// the TTL, or while the root's complete listing is), and a read that finds
+// the listing's "." ETag unchanged revalidates the listing too.
+Result<Entity> Namespace::FetchRootDot(bool fresh) {
+  const std::string pk = PartitionKeyForDirectory("/");
+  std::optional<DirectoryGeneration> gen;
+  if (cache_) gen = cache_->GetGeneration(pk);
+  if (cache_ && !fresh) {
+    auto ce = cache_->GetEntry(pk, kDotRowKey);
+    const bool listed = gen && gen->complete && NowMs() - gen->validated_ms < options_.ttl_ms;
+    if (ce && ce->entity.properties.count("ino") &&
+        (listed || NowMs() - ce->fetched_ms < options_.ttl_ms)) {
+      return ce->entity;
+    }
+  }
+  auto dot = FetchDot(pk);
+  STAMPFS_RETURN_IF_ERROR(dot);
+  if (cache_) {
+    cache_->PutEntry(*dot, NowMs()).PermitUnchecked();
+    if (gen && gen->complete) {
+      if (dot->etag == gen->dot_etag) {
+        gen->validated_ms = NowMs();
+        cache_->SetGeneration(pk, *gen).PermitUnchecked();
+      } else {
+        cache_->InvalidateListing(pk).PermitUnchecked();
+      }
+    }
+  }
+  return dot;
+}
+
 Result<Entity> Namespace::FetchEntryOf(uint64_t ino, std::string* path, bool fresh) {
   auto p = PathOf(ino);
   STAMPFS_RETURN_IF_ERROR(p);
   if (path) *path = *p;
-  if (*p == "/") {
-    table_requests++;
-    return table_.Get(options_.table, PartitionKeyForDirectory("/"), kDotRowKey);
-  }
+  if (*p == "/") return FetchRootDot(fresh);
   auto e = FetchEntry(ParentPath(*p), BaseName(*p), fresh);
   // Another mount replaced or removed the name: this inode no longer has it.
   if (e.ok() && static_cast<uint64_t>(e->GetInt64("ino")) != ino) {
@@ -343,8 +373,16 @@ Result<BatchResult> Namespace::CommitInDirectory(const std::string& dir_path,
             cache_->PutEntry(stored, NowMs()).PermitUnchecked();
           }
         }
-        dot.etag = r->etags.back();
-        cache_->PutEntry(dot, NowMs()).PermitUnchecked();
+        // The cached "." keeps its other properties (the root's attributes);
+        // they are current only if the batch proved nobody changed "."
+        // (exact), else not fresh.
+        Entity cached_dot = dot;
+        if (auto old = cache_->GetEntry(pk, kDotRowKey)) {
+          cached_dot = old->entity;
+          cached_dot.properties["touched"] = dot.properties["touched"];
+        }
+        cached_dot.etag = r->etags.back();
+        cache_->PutEntry(cached_dot, exact ? NowMs() : 0).PermitUnchecked();
         if (exact) {
           cache_->SetGeneration(pk, {r->etags.back(), true, NowMs()}).PermitUnchecked();
         } else {

@@ -174,6 +174,7 @@ class Namespace {
   bool ShouldList(const std::string& pk);
   void ListedOrTooLarge(const std::string& pk, bool too_large);
   Result<Entity> FetchDot(const std::string& pk);
+  Result<Entity> FetchRootDot(bool fresh);
   Attr WithDirectoryTimes(const std::string& path, Attr attr);
   Result<BatchResult> CommitInDirectory(const std::string& dir_path,
                                         std::vector<TableOperation> ops, BatchError* error);

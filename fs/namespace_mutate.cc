@@ -230,8 +230,11 @@ Result<Entity> Namespace::MergeEntry(uint64_t ino, const std::function<Status(En
           table_.Update(options_.table, updated, UpdateMode::kReplace, Condition::IfMatch(e->etag));
       if (r.status().Is(Code::kPreconditionFailed)) continue;
       STAMPFS_RETURN_IF_ERROR(r);
-      if (cache_) cache_->InvalidateListing(updated.partition_key).PermitUnchecked();
       updated.etag = *r;
+      if (cache_) {
+        cache_->InvalidateListing(updated.partition_key).PermitUnchecked();
+        cache_->PutEntry(updated, NowMs()).PermitUnchecked();
+      }
       return updated;
     }
     BatchError err;

@@ -340,6 +340,29 @@ TEST_F(NamespaceTest, ADirectoryOverTheListingBudgetStaysWithPointQueries) {
   EXPECT_EQ(queries - start, 16);
 }
 
+TEST_F(NamespaceTest, TheRootsAttributesAreCachedForTheTtl) {
+  Mount m = NewMount();
+  ASSERT_TRUE(m.ns->GetAttr(kRootIno).ok());
+  ASSERT_TRUE(m.ns->Create(kRootIno, "f", 0644, 0, 0).ok());
+  SetAttrRequest chmod;
+  chmod.mode = 0700;
+  ASSERT_TRUE(m.ns->SetAttr(kRootIno, chmod).ok());
+  uint64_t before = m.ns->table_requests;
+  auto root = m.ns->GetAttr(kRootIno);
+  ASSERT_TRUE(root.ok());
+  EXPECT_EQ(root->mode & 07777, 0700u) << "this mount's own change shows at once";
+  EXPECT_EQ(m.ns->table_requests - before, 0u);
+  Mount other = NewMount();
+  chmod.mode = 0750;
+  ASSERT_TRUE(other.ns->SetAttr(kRootIno, chmod).ok());
+  now_ms_ += 1001;
+  before = m.ns->table_requests;
+  root = m.ns->GetAttr(kRootIno);
+  ASSERT_TRUE(root.ok());
+  EXPECT_EQ(root->mode & 07777, 0750u) << "another mount's change shows after the TTL";
+  EXPECT_EQ(m.ns->table_requests - before, 1u);
+}
+
 TEST_F(NamespaceTest, AnotherMountsChangeIsSeenAfterTheTtl) {
   Mount a = NewMount();
   Mount b = NewMount();
