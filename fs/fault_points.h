@@ -7,8 +7,9 @@
 // power cut would. Other builds ignore the variable (and log that once), so
 // a production daemon can never be made to crash by its environment.
 //
-// Points: rename.after_intent, rename.after_copy, rename.after_partition,
-// rename.after_insert, rename.after_table (fs/namespace_rename.cc).
+// Points: rename.after_intent, rename.after_close (a directory's old "." row
+// deleted), rename.after_copy, rename.after_partition, rename.after_insert,
+// rename.after_table (fs/namespace_rename.cc).
 #pragma once
 
 namespace stampfs {

@@ -7,14 +7,19 @@
 // idempotent, so a crash at any point is finished by the next mount or by
 // fsck: blobs are copied server-side to their new names, the new entry is
 // put, the old entry deleted, the old blobs deleted, the intent deleted.
-// A directory's descendants move partition by partition, deepest first
-// (MoveChildren): new rows and the new "." row, old blobs, then old rows.
+// A directory's descendants move partition by partition (MoveChildren): each
+// directory is closed first (new "." row written, old "." deleted If-Match the
+// ETag of its listing, so no other mount can add an entry behind the move),
+// then subdirectories, then new rows, old blobs, old rows.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 
 #include "fs/fault_points.h"
+#include "fs/import_plan.h"
 #include "fs/log.h"
 #include "fs/names.h"
 #include "fs/namespace.h"
@@ -37,6 +42,98 @@ const std::string& StringOr(const Entity& e, const char* name) {
   static const std::string kEmpty;
   const std::string* s = e.GetString(name);
   return s ? *s : kEmpty;
+}
+
+// Closes directory `from` for a move to `to` (Namespace::MoveChildren):
+// returns its entries (without ".") once its "." row is gone, after writing
+// `to`'s "." row with the old one's properties (so a crash in between loses
+// nothing). A `from` closed by an earlier run is only listed (and `to`'s "."
+// written if missing: it was written before the close).
+Result<std::vector<Entity>> CloseForMove(TableStore& table, const std::string& table_name,
+                                         const std::string& from, const std::string& to,
+                                         uint64_t dir_ino, std::atomic<uint64_t>* requests) {
+  const std::string from_pk = PartitionKeyForDirectory(from);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    (*requests)++;
+    auto rows = table.QueryPartition(table_name, from_pk);
+    STAMPFS_RETURN_IF_ERROR(rows);
+    auto dot = std::find_if(rows->begin(), rows->end(),
+                            [](const Entity& e) { return e.row_key == kDotRowKey; });
+    Entity new_dot = DirectoryRow(to, dir_ino);
+    if (dot == rows->end()) {
+      (*requests)++;
+      auto made = table.Insert(table_name, new_dot);
+      if (!made.ok() && !made.status().Is(Code::kAlreadyExists)) return made.status();
+      return rows;
+    }
+    for (const auto& [k, v] : dot->properties) {
+      if (k != "path" && k != "ino") new_dot.properties[k] = v;
+    }
+    (*requests) += 2;
+    auto written = table.Update(table_name, new_dot, UpdateMode::kReplace, Condition::None());
+    STAMPFS_RETURN_IF_ERROR(written);
+    Status closed = table.Delete(table_name, from_pk, kDotRowKey, Condition::IfMatch(dot->etag));
+    if (closed.ok()) {
+      FaultPoint("rename.after_close");
+      rows->erase(dot);
+      return rows;
+    }
+    // Another mount changed the directory since the query (412) or removed
+    // its "." (404): list it again.
+    if (!closed.Is(Code::kPreconditionFailed) && !closed.Is(Code::kNotFound)) return closed;
+  }
+  return Status(Code::kPreconditionFailed, from + " kept changing while being renamed");
+}
+
+// Moves the blob of file row `row` (of a closed directory) to `to_path`:
+// copied server-side and recorded in `moved` (the row's copy);
+// `*copied` gets the ETag of the old blob that was copied, for its delete. A
+// row of a closed directory can no longer change, but its blob can: a writer
+// on another mount that read the entry before the directory closed commits
+// a newer blob, then fails to merge the entry. That version is copied and
+// adopted (size, mtime and block size from its properties, as the next
+// access would adopt it). A blob that is gone stays gone: the entry moves as
+// it is (fsck: missing-blob, as before the move). Either way the move goes on.
+Status MoveFileBlob(BlobStore& blobs, const std::string& container, const Entity& row,
+                    const std::string& to_path, Entity* moved, std::string* copied) {
+  const std::string& blob = StringOr(row, "blob");
+  std::string etag = StringOr(row, "betag");
+  moved->properties["blob"] = BlobNameFor(to_path);
+  copied->clear();
+  if (etag.empty() || blob.empty()) return Status::Ok();
+  std::optional<BlobProperties> newer;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    auto copy = blobs.Copy(container, blob, BlobNameFor(to_path), Condition::None(), etag);
+    Status why = copy.status();
+    if (copy.ok()) {
+      *copied = etag;
+      if (!newer) {
+        moved->properties["betag"] = *copy;
+        return Status::Ok();
+      }
+      BlobItem item{BlobNameFor(to_path), *newer};
+      item.properties.etag = *copy;
+      SetBlobProperties(item, moved);
+      moved->properties["size"] = static_cast<int64_t>(newer->size);
+      moved->properties["mtime"] = BlobMtimeNs(item);
+      moved->properties["ctime"] = NowNs();
+      LogInfo(to_path + ": moved the blob version another mount wrote during the rename");
+      return Status::Ok();
+    }
+    if (why.Is(Code::kPreconditionFailed)) {
+      auto props = blobs.GetProperties(container, blob);
+      why = props.status();
+      if (props.ok()) {
+        newer = *props;
+        etag = props->etag;
+        continue;
+      }
+    }
+    if (!why.Is(Code::kNotFound)) return why;
+    LogWarning(to_path + ": blob " + blob + " is gone; the entry moves without it");
+    return Status::Ok();
+  }
+  return Status(Code::kPreconditionFailed, to_path + ": the blob kept changing while being moved");
 }
 
 }  // namespace
@@ -313,31 +410,32 @@ Status Namespace::ClaimForRename(const RenameIntent& intent, Entity* src) {
 }
 
 // Moves every entry of directory `from` (recursively) to directory `to`
-// (inode `dir_ino`): blobs copied, new rows and the new "." row written, old
-// blobs deleted, then old rows (with the old "."). Idempotent: an entry
-// already in `to` with the same inode is not copied again, so re-running it
-// after an interruption converges. Costs one blob copy per file below.
+// (inode `dir_ino`). First `from` is closed: the new "." row is written (with
+// the old one's properties), then the old "." row is deleted If-Match the
+// ETag its listing query returned. Every change to a directory's entries
+// merges its "." row, so a 412 means the listing is stale (query again), and
+// once the old "." is gone no other mount can add, change or remove an entry
+// of `from` (their transactions fail with 404: ENOENT): the listing is final.
+// Then, subdirectories first: blobs copied, new rows written with a last
+// merge of the new "." (its ETag changes after every row is in), old blobs
+// deleted, then old rows. Idempotent: a closed `from` is not closed again,
+// an entry already in `to` with the same inode is not copied again, so
+// re-running it after an interruption converges. Costs one blob copy per
+// file below.
 Status Namespace::MoveChildren(const std::string& from, const std::string& to, uint64_t dir_ino) {
   const std::string from_pk = PartitionKeyForDirectory(from);
   const std::string to_pk = PartitionKeyForDirectory(to);
-  table_requests += 2;
-  auto rows = table_.QueryPartition(options_.table, from_pk);
+  auto rows = CloseForMove(table_, options_.table, from, to, dir_ino, &table_requests);
   STAMPFS_RETURN_IF_ERROR(rows);
+  table_requests++;
   auto present = table_.QueryPartition(options_.table, to_pk);
   STAMPFS_RETURN_IF_ERROR(present);
   std::map<std::string, int64_t> moved_inos;  // rows already in `to`: RowKey -> ino
   for (const Entity& e : *present) moved_inos[e.row_key] = e.GetInt64("ino");
-  Entity new_dot = DotRow(to, dir_ino);
   std::vector<TableOperation> puts, dels;
   std::vector<std::pair<std::string, std::string>> old_blobs;  // name, etag
   for (const Entity& e : *rows) {
     dels.push_back(TableOperation::Delete(from_pk, e.row_key, Condition::IfMatch("*")));
-    if (e.row_key == kDotRowKey) {
-      for (const auto& [k, v] : e.properties) {
-        if (k != "path" && k != "ino") new_dot.properties[k] = v;
-      }
-      continue;
-    }
     auto name = NameOfEntry(e);
     auto attr = AttrFromEntity(e);
     if (!name.ok() || !attr.ok()) continue;
@@ -345,26 +443,26 @@ Status Namespace::MoveChildren(const std::string& from, const std::string& to, u
     if (attr->IsDir()) {
       STAMPFS_RETURN_IF_ERROR(MoveChildren(JoinPath(from, *name), child_to, attr->ino));
     }
-    const std::string& betag = StringOr(e, "betag");
-    if (attr->IsRegular() && !betag.empty()) old_blobs.emplace_back(StringOr(e, "blob"), betag);
+    std::string copied = StringOr(e, "betag");  // the old blob's version to delete
     auto done = moved_inos.find(e.row_key);
-    if (done != moved_inos.end() && done->second == static_cast<int64_t>(attr->ino)) continue;
-    Entity moved = e;
-    moved.partition_key = to_pk;
-    moved.etag.clear();
-    if (attr->IsRegular()) {
-      auto etag = CopyFileBlob(e, child_to, Condition::None());
-      STAMPFS_RETURN_IF_ERROR(etag);
-      moved.properties["blob"] = BlobNameFor(child_to);
-      moved.properties["betag"] = *etag;
+    if (done == moved_inos.end() || done->second != static_cast<int64_t>(attr->ino)) {
+      Entity moved = e;
+      moved.partition_key = to_pk;
+      moved.etag.clear();
+      if (attr->IsRegular()) {
+        STAMPFS_RETURN_IF_ERROR(
+            MoveFileBlob(blobs_, options_.container, e, child_to, &moved, &copied));
+      }
+      puts.push_back(TableOperation::Replace(moved, Condition::None()));
     }
-    puts.push_back(TableOperation::Replace(moved, Condition::None()));
+    if (attr->IsRegular() && !copied.empty()) old_blobs.emplace_back(StringOr(e, "blob"), copied);
   }
-  table_requests += (puts.size() + 99) / 100 + (dels.size() + 99) / 100 + 1;
+  // Last, in the transaction of the last rows: the new "." ETag changes after
+  // every entry is in, so a mount that listed `to` meanwhile lists it again.
+  Entity bump{to_pk, kDotRowKey, {{"ino", static_cast<int64_t>(dir_ino)}}, {}};
+  puts.push_back(TableOperation::Merge(bump, Condition::IfMatch("*")));
+  table_requests += (puts.size() + 99) / 100 + (dels.size() + 99) / 100;
   STAMPFS_RETURN_IF_ERROR(ExecuteInBatches(table_, options_.table, puts));
-  // The new "." row last: its ETag is newer than every entry written above.
-  auto dot = table_.Update(options_.table, new_dot, UpdateMode::kReplace, Condition::None());
-  STAMPFS_RETURN_IF_ERROR(dot);
   FaultPoint("rename.after_partition");
   // Old blobs before old rows: while an old row exists, a re-run still knows its blob.
   for (const auto& [blob, etag] : old_blobs) {

@@ -7,170 +7,19 @@
 // (the next mount: its Init rolls forward), or fsck --repair, must leave the
 // tree fully renamed or untouched, never an entry in both places or in
 // neither, with no stray blob and a clean fsck.
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <iostream>
-#include <map>
-#include <set>
 #include <thread>
 
-#include "fs/fsck.h"
-#include "fs/names.h"
-#include "fs/namespace.h"
-#include "fs/table_scan.h"
-#include "storage/fakes.h"
-#include "storage/table_keys.h"
+#include "tests/unit/rename_fixture.h"
 
 namespace stampfs {
 namespace {
 
-constexpr const char* kContainer = "crashc";
-constexpr const char* kTable = "crasht";
-
-using Tree = std::map<std::string, std::string>;  // path -> "d" / "f <data>" / "l <target>"
-
-class RenameCrashTest : public ::testing::Test {
+class RenameCrashTest : public RenameFixture {
  protected:
-  struct Mount {
-    std::unique_ptr<MetaCache> cache;
-    std::unique_ptr<Namespace> ns;
-  };
-
-  void Reset() {
-    table_ = MakeFakeTableStore();
-    blobs_ = MakeFakeBlobStore();
-    plan_ = std::make_shared<FaultPlan>();
-    faulty_table_ = MakeFaultyTableStore(*table_, plan_);
-    faulty_blobs_ = MakeFaultyBlobStore(*blobs_, plan_);
-  }
-
-  Mount NewMount() {
-    Mount m;
-    auto cache = MetaCache::Open(":memory:");
-    EXPECT_TRUE(cache.ok());
-    m.cache = std::move(*cache);
-    NamespaceOptions o;
-    o.container = kContainer;
-    o.table = kTable;
-    m.ns = std::make_unique<Namespace>(*faulty_table_, *faulty_blobs_, m.cache.get(), o);
-    Status s = m.ns->Init();
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    return m;
-  }
-
-  uint64_t Dir(Namespace& ns, uint64_t parent, const std::string& name) {
-    auto a = ns.Mkdir(parent, name, 0755, 0, 0);
-    EXPECT_TRUE(a.ok()) << a.status().ToString();
-    return a.ok() ? a->ino : 0;
-  }
-
-  // A file with a committed blob holding `data`.
-  void File(Namespace& ns, uint64_t parent, const std::string& path, const std::string& data) {
-    auto a = ns.Create(parent, BaseName(path), 0644, 0, 0);
-    ASSERT_TRUE(a.ok()) << path << ": " << a.status().ToString();
-    auto etag = blobs_->PutString(kContainer, BlobNameFor(path), data, {}, Condition::None());
-    ASSERT_TRUE(etag.ok());
-    ASSERT_TRUE(ns.CommitFile(a->ino, data.size(), NowNs(), *etag, "").ok());
-  }
-
-  void Walk(Namespace& ns, uint64_t ino, const std::string& path, Tree* tree) {
-    auto entries = ns.ReadDir(ino);
-    ASSERT_TRUE(entries.ok()) << path << ": " << entries.status().ToString();
-    for (const DirEntry& e : *entries) {
-      const std::string p = JoinPath(path, e.name);
-      ns.Remember(ino, e);
-      if (e.attr.IsDir()) {
-        (*tree)[p] = "d";
-        Walk(ns, e.attr.ino, p, tree);
-      } else if (e.attr.IsSymlink()) {
-        (*tree)[p] = "l " + *ns.ReadLink(e.attr.ino);
-      } else {
-        auto state = ns.GetFile(e.attr.ino);
-        ASSERT_TRUE(state.ok());
-        auto data = blobs_->ReadToString(kContainer, state->blob, 0, 0,
-                                         Condition::IfMatch(state->blob_etag));
-        (*tree)[p] = "f " + (data.ok() ? *data : "<" + data.status().ToString() + ">");
-      }
-    }
-  }
-
-  Tree Snapshot() {
-    Mount m = NewMount();
-    Tree tree;
-    Walk(*m.ns, kRootIno, "/", &tree);
-    return tree;
-  }
-
-  std::set<std::string> BlobNames() {
-    std::set<std::string> out;
-    auto listing = blobs_->ListBlobs(kContainer, {});
-    EXPECT_TRUE(listing.ok());
-    for (const BlobItem& b : listing->blobs) out.insert(b.name);
-    return out;
-  }
-
-  size_t Intents() {
-    auto rows = table_->QueryPartition(kTable, kIntentsPartition);
-    return rows.ok() ? rows->size() : 999;
-  }
-
-  FsckReport Fsck(bool repair) {
-    FsckOptions o;
-    o.container = kContainer;
-    o.table = kTable;
-    o.repair = repair;
-    auto r = stampfs::Fsck(*table_, *blobs_, o).Run();
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : FsckReport{};
-  }
-
-  static std::string Findings(const FsckReport& r) {
-    std::string s;
-    for (const auto& f : r.findings) {
-      s += std::string(FsckKindName(f.kind)) + ": " + f.where + ": " + f.detail + " -> " +
-           f.repair + "\n";
-    }
-    return s;
-  }
-
-  // Arms the crash: call `k` (counted from now) and every later call fail.
-  void CrashAt(int k, bool after_call) {
-    const int target = plan_->calls() + k;
-    plan_->FailNth(k, RequestTimeout(), "", after_call);
-    plan_->SetInjector([this, target](const std::string&, int) {
-      return plan_->calls() > target ? RequestTimeout() : Status::Ok();
-    });
-  }
-
-  std::unique_ptr<TableStore> table_;
-  std::unique_ptr<BlobStore> blobs_;
-  std::shared_ptr<FaultPlan> plan_;
-  std::unique_ptr<TableStore> faulty_table_;
-  std::unique_ptr<BlobStore> faulty_blobs_;
   int calls_ = 0;  // storage calls of an uninterrupted rename
 };
-
-Tree Renamed(const Tree& before, const std::string& from, const std::string& to, bool drop_target) {
-  Tree out;
-  for (const auto& [path, what] : before) {
-    if (drop_target && (path == to || path.rfind(to + "/", 0) == 0)) continue;
-    if (path == from || path.rfind(from + "/", 0) == 0) {
-      out[to + path.substr(from.size())] = what;
-    } else {
-      out[path] = what;
-    }
-  }
-  return out;
-}
-
-std::set<std::string> BlobsOf(const Tree& tree) {
-  std::set<std::string> out;
-  for (const auto& [path, what] : tree) {
-    if (what[0] == 'f') out.insert(BlobNameFor(path));
-  }
-  return out;
-}
 
 struct Case {
   const char* name;
@@ -187,17 +36,7 @@ TEST_P(RenameCrashTestP, EveryCrashPointEndsFullyRenamedOrUntouched) {
   auto trial = [&](int k, Tree* before, bool* finished) {
     Reset();
     Mount m = NewMount();
-    uint64_t a = Dir(*m.ns, kRootIno, "a");
-    uint64_t b = Dir(*m.ns, kRootIno, "b");
-    File(*m.ns, a, "/a/x", "data of x");
-    uint64_t d = Dir(*m.ns, a, "d");
-    File(*m.ns, d, "/a/d/f1", "one");
-    uint64_t sub = Dir(*m.ns, d, "sub");
-    File(*m.ns, sub, "/a/d/sub/f2", "two");
-    Dir(*m.ns, sub, "deep");
-    ASSERT_TRUE(m.ns->Symlink(d, "ln", "f1", 0, 0).ok());
-    File(*m.ns, b, "/b/y", "old y");
-    Dir(*m.ns, b, "empty");
+    MakeTree(*m.ns);
     *before = Snapshot();
     auto from_parent = m.ns->Lookup(kRootIno, c.from.substr(1, 1));
     auto to_parent = m.ns->Lookup(kRootIno, c.to.substr(1, 1));

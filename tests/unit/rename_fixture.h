@@ -1,0 +1,215 @@
+// Shared by the rename tests on the fakes (rename_crash_test.cc,
+// rename_race_test.cc, rename_view_test.cc): one FakeTableStore and one
+// FakeBlobStore behind fault-injecting decorators with one FaultPlan, mounts
+// (Namespace instances with their own metadata cache) over them, and helpers
+// that build trees and read them back whole.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "fs/fsck.h"
+#include "fs/names.h"
+#include "fs/namespace.h"
+#include "fs/table_scan.h"
+#include "storage/fakes.h"
+#include "storage/table_keys.h"
+
+namespace stampfs {
+
+using Tree = std::map<std::string, std::string>;  // path -> "d" / "f <data>" / "l <target>"
+
+class RenameFixture : public ::testing::Test {
+ protected:
+  static constexpr const char* kContainer = "crashc";
+  static constexpr const char* kTable = "crasht";
+
+  struct Mount {
+    std::unique_ptr<MetaCache> cache;
+    std::unique_ptr<Namespace> ns;
+  };
+
+  void Reset() {
+    table_ = MakeFakeTableStore();
+    blobs_ = MakeFakeBlobStore();
+    plan_ = std::make_shared<FaultPlan>();
+    faulty_table_ = MakeFaultyTableStore(*table_, plan_);
+    faulty_blobs_ = MakeFaultyBlobStore(*blobs_, plan_);
+  }
+
+  NamespaceOptions Options(bool read_only = false) const {
+    NamespaceOptions o;
+    o.container = kContainer;
+    o.table = kTable;
+    o.read_only = read_only;
+    return o;
+  }
+
+  // A mount over the faulty stores (`table`: another TableStore in their place).
+  Mount NewMount(bool read_only = false, TableStore* table = nullptr) {
+    Mount m;
+    auto cache = MetaCache::Open(":memory:");
+    EXPECT_TRUE(cache.ok());
+    m.cache = std::move(*cache);
+    m.ns = std::make_unique<Namespace>(table ? *table : *faulty_table_, *faulty_blobs_,
+                                       m.cache.get(), Options(read_only));
+    Status s = m.ns->Init();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return m;
+  }
+
+  uint64_t Dir(Namespace& ns, uint64_t parent, const std::string& name) {
+    auto a = ns.Mkdir(parent, name, 0755, 0, 0);
+    EXPECT_TRUE(a.ok()) << a.status().ToString();
+    return a.ok() ? a->ino : 0;
+  }
+
+  // A file with a committed blob holding `data`.
+  void File(Namespace& ns, uint64_t parent, const std::string& path, const std::string& data) {
+    auto a = ns.Create(parent, BaseName(path), 0644, 0, 0);
+    ASSERT_TRUE(a.ok()) << path << ": " << a.status().ToString();
+    auto etag = blobs_->PutString(kContainer, BlobNameFor(path), data, {}, Condition::None());
+    ASSERT_TRUE(etag.ok());
+    ASSERT_TRUE(ns.CommitFile(a->ino, data.size(), NowNs(), *etag, "").ok());
+  }
+
+  // /a/x, /a/d/{f1, sub/f2, sub/deep/, ln -> f1}, /b/y, /b/empty/.
+  void MakeTree(Namespace& ns) {
+    uint64_t a = Dir(ns, kRootIno, "a");
+    uint64_t b = Dir(ns, kRootIno, "b");
+    File(ns, a, "/a/x", "data of x");
+    uint64_t d = Dir(ns, a, "d");
+    File(ns, d, "/a/d/f1", "one");
+    uint64_t sub = Dir(ns, d, "sub");
+    File(ns, sub, "/a/d/sub/f2", "two");
+    Dir(ns, sub, "deep");
+    ASSERT_TRUE(ns.Symlink(d, "ln", "f1", 0, 0).ok());
+    File(ns, b, "/b/y", "old y");
+    Dir(ns, b, "empty");
+  }
+
+  // The inode of `path` as mount `ns` looks it up, name by name (0: not found).
+  uint64_t InoOf(Namespace& ns, const std::string& path) {
+    uint64_t ino = kRootIno;
+    std::string rest = path;
+    while (rest.size() > 1) {
+      const size_t next = rest.find('/', 1);
+      const std::string name = rest.substr(1, next == std::string::npos ? next : next - 1);
+      auto a = ns.Lookup(ino, name);
+      if (!a.ok()) return 0;
+      ino = a->ino;
+      rest = next == std::string::npos ? "" : rest.substr(next);
+    }
+    return ino;
+  }
+
+  void Walk(Namespace& ns, uint64_t ino, const std::string& path, Tree* tree) {
+    auto entries = ns.ReadDir(ino);
+    ASSERT_TRUE(entries.ok()) << path << ": " << entries.status().ToString();
+    for (const DirEntry& e : *entries) {
+      const std::string p = JoinPath(path, e.name);
+      ns.Remember(ino, e);
+      if (e.attr.IsDir()) {
+        (*tree)[p] = "d";
+        Walk(ns, e.attr.ino, p, tree);
+      } else if (e.attr.IsSymlink()) {
+        (*tree)[p] = "l " + *ns.ReadLink(e.attr.ino);
+      } else {
+        auto state = ns.GetFile(e.attr.ino);
+        ASSERT_TRUE(state.ok());
+        auto data = blobs_->ReadToString(kContainer, state->blob, 0, 0,
+                                         Condition::IfMatch(state->blob_etag));
+        (*tree)[p] = "f " + (data.ok() ? *data : "<" + data.status().ToString() + ">");
+      }
+    }
+  }
+
+  // The whole tree as a new mount (whose Init rolls renames forward) or `ns` sees it.
+  Tree Snapshot(Namespace* ns = nullptr) {
+    Tree tree;
+    if (ns) {
+      Walk(*ns, kRootIno, "/", &tree);
+      return tree;
+    }
+    Mount m = NewMount();
+    Walk(*m.ns, kRootIno, "/", &tree);
+    return tree;
+  }
+
+  std::set<std::string> BlobNames() {
+    std::set<std::string> out;
+    auto listing = blobs_->ListBlobs(kContainer, {});
+    EXPECT_TRUE(listing.ok());
+    for (const BlobItem& b : listing->blobs) out.insert(b.name);
+    return out;
+  }
+
+  size_t Intents() {
+    auto rows = table_->QueryPartition(kTable, kIntentsPartition);
+    return rows.ok() ? rows->size() : 999;
+  }
+
+  FsckReport Fsck(bool repair) {
+    FsckOptions o;
+    o.container = kContainer;
+    o.table = kTable;
+    o.repair = repair;
+    auto r = stampfs::Fsck(*table_, *blobs_, o).Run();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : FsckReport{};
+  }
+
+  static std::string Findings(const FsckReport& r) {
+    std::string s;
+    for (const auto& f : r.findings) {
+      s += std::string(FsckKindName(f.kind)) + ": " + f.where + ": " + f.detail + " -> " +
+           f.repair + "\n";
+    }
+    return s;
+  }
+
+  // Arms the crash: call `k` (counted from now) and every later call fail.
+  void CrashAt(int k, bool after_call) {
+    const int target = plan_->calls() + k;
+    plan_->FailNth(k, RequestTimeout(), "", after_call);
+    plan_->SetInjector([this, target](const std::string&, int) {
+      return plan_->calls() > target ? RequestTimeout() : Status::Ok();
+    });
+  }
+
+  std::unique_ptr<TableStore> table_;
+  std::unique_ptr<BlobStore> blobs_;
+  std::shared_ptr<FaultPlan> plan_;
+  std::unique_ptr<TableStore> faulty_table_;
+  std::unique_ptr<BlobStore> faulty_blobs_;
+};
+
+// `before` with `from` (and everything below it) moved to `to`; a replaced
+// target (and everything below it) dropped.
+inline Tree Renamed(const Tree& before, const std::string& from, const std::string& to,
+                    bool drop_target) {
+  Tree out;
+  for (const auto& [path, what] : before) {
+    if (drop_target && (path == to || path.rfind(to + "/", 0) == 0)) continue;
+    if (path == from || path.rfind(from + "/", 0) == 0) {
+      out[to + path.substr(from.size())] = what;
+    } else {
+      out[path] = what;
+    }
+  }
+  return out;
+}
+
+inline std::set<std::string> BlobsOf(const Tree& tree) {
+  std::set<std::string> out;
+  for (const auto& [path, what] : tree) {
+    if (what[0] == 'f') out.insert(BlobNameFor(path));
+  }
+  return out;
+}
+
+}  // namespace stampfs

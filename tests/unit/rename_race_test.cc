@@ -1,0 +1,168 @@
+// A directory renamed by one mount while another mount changes it (tests/unit,
+// on the fakes): two Namespace instances over one FakeTableStore and
+// FakeBlobStore. Mount B's change runs just before mount A's Kth storage call
+// of the rename, for every K (the FaultPlan's injector runs it there). B's
+// change either lands before A closes the directory (and moves with it, or
+// is not resurrected) or fails with ENOENT: nothing is left behind in an old
+// partition (fsck: no orphan-partition), nothing is in two places.
+#include <functional>
+#include <iostream>
+#include <set>
+
+#include "tests/unit/rename_fixture.h"
+
+namespace stampfs {
+namespace {
+
+struct RaceCase {
+  const char* name;
+  std::string dir;   // where B changes something: /a/d or a directory below it
+  std::string made;  // the path B's change creates ("": it removes /a/d/f1)
+  std::function<Status(Namespace&, uint64_t dir_ino)> change;
+};
+
+void PrintTo(const RaceCase& c, std::ostream* os) { *os << c.name; }
+
+class RenameWhileChangingTest : public RenameFixture,
+                                public ::testing::WithParamInterface<RaceCase> {};
+
+TEST_P(RenameWhileChangingTest, EveryInterleavingMovesTheChangeOrRefusesIt) {
+  const RaceCase& c = GetParam();
+  int calls = 0;  // of A's rename, uninterrupted
+  int landed = 0, refused = 0;
+  for (int k = 0; k == 0 || k <= calls; ++k) {
+    SCOPED_TRACE("B's change before A's call " + std::to_string(k) + " of " +
+                 std::to_string(calls));
+    Reset();
+    Mount a = NewMount();
+    Mount b = NewMount();
+    MakeTree(*a.ns);
+    const uint64_t b_dir = InoOf(*b.ns, c.dir);
+    ASSERT_NE(b_dir, 0u);
+    const uint64_t a_a = InoOf(*a.ns, "/a"), a_b = InoOf(*a.ns, "/b");
+    int a_calls = 0;
+    bool in_b = false, fired = false;
+    Status b_result;
+    plan_->SetInjector([&](const std::string&, int) {
+      if (in_b) return Status::Ok();
+      if (++a_calls == k) {
+        in_b = fired = true;
+        b_result = c.change(*b.ns, b_dir);
+        in_b = false;
+      }
+      return Status::Ok();
+    });
+    auto r = a.ns->Rename(a_a, "d", a_b, "d2", 0);
+    plan_->Clear();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    if (k == 0) {
+      calls = a_calls;
+      ASSERT_GT(calls, 10);
+      continue;
+    }
+    ASSERT_TRUE(fired);
+    EXPECT_TRUE(b_result.ok() || b_result.Is(Code::kNotFound)) << b_result.ToString();
+    (b_result.ok() ? landed : refused)++;
+    // An unlink leaves the blob to the data path, which deletes it.
+    if (c.made.empty() && b_result.ok()) {
+      blobs_->Delete(kContainer, "a/d/f1", Condition::None()).PermitUnchecked();
+    }
+    const Tree t = Snapshot();
+    for (const auto& [path, what] : t) {
+      EXPECT_NE(path.rfind("/a/d", 0), 0u) << path << " is left at the old name";
+    }
+    EXPECT_EQ(t.count("/b/d2/sub/f2"), 1u);
+    EXPECT_EQ(t.count("/b/d2/ln"), 1u);
+    if (c.made.empty()) {  // B unlinked /a/d/f1: it must not come back
+      EXPECT_EQ(t.count("/b/d2/f1"), b_result.ok() ? 0u : 1u);
+    } else {
+      EXPECT_EQ(t.count("/b/d2/f1"), 1u);
+      EXPECT_EQ(t.count("/b/d2" + c.made.substr(4)), b_result.ok() ? 1u : 0u);
+    }
+    EXPECT_EQ(Intents(), 0u);
+    FsckReport report = Fsck(false);
+    EXPECT_TRUE(report.findings.empty()) << Findings(report);
+  }
+  // Both outcomes happen: B's change early enough moves with the directory,
+  // later it is refused.
+  EXPECT_GT(landed, 0);
+  EXPECT_GT(refused, 0);
+  std::cout << c.name << ": " << calls << " interleavings: B's change landed in " << landed
+            << ", refused (ENOENT) in " << refused << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Changes, RenameWhileChangingTest,
+    ::testing::Values(
+        RaceCase{"CreateInTheDirectory", "/a/d", "/a/d/new",
+                 [](Namespace& b, uint64_t d) { return StatusOf(b.Create(d, "new", 0644, 0, 0)); }},
+        RaceCase{"CreateInASubdirectory", "/a/d/sub", "/a/d/sub/new",
+                 [](Namespace& b, uint64_t d) { return StatusOf(b.Create(d, "new", 0644, 0, 0)); }},
+        RaceCase{"MkdirInTheDirectory", "/a/d", "/a/d/new",
+                 [](Namespace& b, uint64_t d) { return StatusOf(b.Mkdir(d, "new", 0755, 0, 0)); }},
+        RaceCase{"UnlinkInTheDirectory", "/a/d", "",
+                 [](Namespace& b, uint64_t d) { return StatusOf(b.Unlink(d, "f1")); }}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// A writer on another mount that read a file's entry before its directory
+// closed can still replace the blob (its entry merge then fails: the
+// directory moved). The move must go on: that version is copied and the
+// moved entry adopts it (its size), or, when the blob is gone meanwhile, the
+// entry moves without it (fsck: missing-blob, as it would have been in place).
+class BlobChangedDuringMoveTest : public RenameFixture {
+ protected:
+  void SetUp() override { Reset(); }
+
+  // Runs `change` at the first blob copy of the rename of /a/d to /b/d2.
+  void RenameWhile(const std::function<void()>& change) {
+    Mount a = NewMount();
+    MakeTree(*a.ns);
+    bool fired = false;
+    plan_->SetInjector([&](const std::string& op, int) {
+      if (op == "Copy" && !fired) {
+        fired = true;
+        change();
+      }
+      return Status::Ok();
+    });
+    auto r = a.ns->Rename(InoOf(*a.ns, "/a"), "d", InoOf(*a.ns, "/b"), "d2", 0);
+    plan_->Clear();
+    ASSERT_TRUE(fired);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(Intents(), 0u);
+  }
+
+  std::set<std::string> FindingKinds(const FsckReport& r) {
+    std::set<std::string> kinds;
+    for (const auto& f : r.findings) kinds.insert(FsckKindName(f.kind));
+    return kinds;
+  }
+};
+
+TEST_F(BlobChangedDuringMoveTest, ANewerBlobIsMovedAndAdoptedByTheEntry) {
+  RenameWhile([&] {
+    ASSERT_TRUE(blobs_->PutString(kContainer, "a/d/f1", "newer", {}, Condition::None()).ok());
+  });
+  EXPECT_TRUE(Fsck(false).findings.empty()) << Findings(Fsck(false));
+  const Tree t = Snapshot();
+  EXPECT_EQ(t.at("/b/d2/f1"), "f newer");
+  EXPECT_EQ(BlobNames(), BlobsOf(t));
+  Mount m = NewMount();
+  auto f1 = m.ns->GetAttr(InoOf(*m.ns, "/b/d2/f1"));
+  ASSERT_TRUE(f1.ok());
+  EXPECT_EQ(f1->size, 5u);
+  EXPECT_EQ(t.at("/b/d2/sub/f2"), "f two");
+  EXPECT_EQ(t.count("/a/d"), 0u);
+}
+
+TEST_F(BlobChangedDuringMoveTest, AVanishedBlobDoesNotStopTheMove) {
+  RenameWhile([&] { ASSERT_TRUE(blobs_->Delete(kContainer, "a/d/f1", Condition::None()).ok()); });
+  EXPECT_EQ(FindingKinds(Fsck(false)), (std::set<std::string>{"missing-blob"}));
+  const Tree t = Snapshot();
+  EXPECT_EQ(t.count("/b/d2/f1"), 1u);
+  EXPECT_EQ(t.at("/b/d2/sub/f2"), "f two");
+  EXPECT_EQ(t.count("/a/d"), 0u);
+}
+
+}  // namespace
+}  // namespace stampfs
