@@ -7,14 +7,16 @@
 // idempotent, so a crash at any point is finished by the next mount or by
 // fsck: blobs are copied server-side to their new names, the new entry is
 // put, the old entry deleted, the old blobs deleted, the intent deleted.
-// A directory's descendants move partition by partition (MoveChildren): each
-// directory is closed first (new "." row written, old "." deleted If-Match the
-// ETag of its listing, so no other mount can add an entry behind the move),
-// then subdirectories, then new rows, old blobs, old rows.
+// A directory's descendants move partition by partition (MoveChildren): the
+// blobs of each directory's files are copied, then the directory is closed
+// (new "." row written, old "." deleted If-Match the ETag of the listing the
+// copies came from, so no other mount can add or change an entry behind the
+// move), then its subdirectories, new rows, old blobs, old rows.
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -47,11 +49,14 @@ const std::string& StringOr(const Entity& e, const char* name) {
 // Closes directory `from` for a move to `to` (Namespace::MoveChildren):
 // returns its entries (without ".") once its "." row is gone, after writing
 // `to`'s "." row with the old one's properties (so a crash in between loses
-// nothing). A `from` closed by an earlier run is only listed (and `to`'s "."
-// written if missing: it was written before the close).
-Result<std::vector<Entity>> CloseForMove(TableStore& table, const std::string& table_name,
-                                         const std::string& from, const std::string& to,
-                                         uint64_t dir_ino, std::atomic<uint64_t>* requests) {
+// nothing). `before_close` runs on every listing before the close is tried
+// (the one returned included). A `from` closed by an earlier run is only
+// listed (and `to`'s "." written if missing: it was written before the close).
+Result<std::vector<Entity>> CloseForMove(
+    TableStore& table, const std::string& table_name, const std::string& from,
+    const std::string& to, uint64_t dir_ino,
+    const std::function<Status(const std::vector<Entity>&)>& before_close,
+    std::atomic<uint64_t>* requests) {
   const std::string from_pk = PartitionKeyForDirectory(from);
   for (int attempt = 0; attempt < 100; ++attempt) {
     (*requests)++;
@@ -59,23 +64,29 @@ Result<std::vector<Entity>> CloseForMove(TableStore& table, const std::string& t
     STAMPFS_RETURN_IF_ERROR(rows);
     auto dot = std::find_if(rows->begin(), rows->end(),
                             [](const Entity& e) { return e.row_key == kDotRowKey; });
+    std::optional<Entity> old_dot;
+    if (dot != rows->end()) {
+      old_dot = *dot;
+      rows->erase(dot);
+    }
+    STAMPFS_RETURN_IF_ERROR(before_close(*rows));
     Entity new_dot = DirectoryRow(to, dir_ino);
-    if (dot == rows->end()) {
+    if (!old_dot) {
       (*requests)++;
       auto made = table.Insert(table_name, new_dot);
       if (!made.ok() && !made.status().Is(Code::kAlreadyExists)) return made.status();
       return rows;
     }
-    for (const auto& [k, v] : dot->properties) {
+    for (const auto& [k, v] : old_dot->properties) {
       if (k != "path" && k != "ino") new_dot.properties[k] = v;
     }
     (*requests) += 2;
     auto written = table.Update(table_name, new_dot, UpdateMode::kReplace, Condition::None());
     STAMPFS_RETURN_IF_ERROR(written);
-    Status closed = table.Delete(table_name, from_pk, kDotRowKey, Condition::IfMatch(dot->etag));
+    Status closed =
+        table.Delete(table_name, from_pk, kDotRowKey, Condition::IfMatch(old_dot->etag));
     if (closed.ok()) {
       FaultPoint("rename.after_close");
-      rows->erase(dot);
       return rows;
     }
     // Another mount changed the directory since the query (412) or removed
@@ -85,52 +96,62 @@ Result<std::vector<Entity>> CloseForMove(TableStore& table, const std::string& t
   return Status(Code::kPreconditionFailed, from + " kept changing while being renamed");
 }
 
-// Moves the blob of file row `row` (of a closed directory) to `to_path`:
-// copied server-side and recorded in `moved` (the row's copy);
-// `*copied` gets the ETag of the old blob that was copied, for its delete. A
-// row of a closed directory can no longer change, but its blob can: a writer
-// on another mount that read the entry before the directory closed commits
-// a newer blob, then fails to merge the entry. That version is copied and
-// adopted (size, mtime and block size from its properties, as the next
-// access would adopt it). A blob that is gone stays gone: the entry moves as
-// it is (fsck: missing-blob, as before the move). Either way the move goes on.
+// Copies the blob of file row `row` to `to_path`'s blob and records it in
+// `moved` (the row's copy); `*copied` gets the version of the old blob that
+// was copied (to delete it after). The copy is pinned to the row's blob ETag.
+// A writer on another mount may have committed a newer blob whose entry
+// merge has not landed (yet): that version is copied and adopted (size,
+// mtime and block size from its properties, as the next access would adopt
+// it). When the old blob is gone, a copy an earlier run made is adopted; if
+// there is none, the entry moves as it is (fsck: missing-blob, as before).
 Status MoveFileBlob(BlobStore& blobs, const std::string& container, const Entity& row,
                     const std::string& to_path, Entity* moved, std::string* copied) {
   const std::string& blob = StringOr(row, "blob");
   std::string etag = StringOr(row, "betag");
-  moved->properties["blob"] = BlobNameFor(to_path);
+  const std::string to_blob = BlobNameFor(to_path);
+  moved->properties["blob"] = to_blob;
   copied->clear();
   if (etag.empty() || blob.empty()) return Status::Ok();
+  auto adopt = [&](const BlobProperties& props, const char* what) {
+    BlobItem item{to_blob, props};
+    SetBlobProperties(item, moved);
+    moved->properties["size"] = static_cast<int64_t>(props.size);
+    moved->properties["mtime"] = BlobMtimeNs(item);
+    moved->properties["ctime"] = NowNs();
+    LogInfo(to_path + ": moved with " + what);
+  };
   std::optional<BlobProperties> newer;
   for (int attempt = 0; attempt < 4; ++attempt) {
-    auto copy = blobs.Copy(container, blob, BlobNameFor(to_path), Condition::None(), etag);
-    Status why = copy.status();
+    auto copy = blobs.Copy(container, blob, to_blob, Condition::None(), etag);
     if (copy.ok()) {
       *copied = etag;
       if (!newer) {
         moved->properties["betag"] = *copy;
-        return Status::Ok();
+      } else {
+        newer->etag = *copy;
+        adopt(*newer, "the blob version another mount wrote during the rename");
       }
-      BlobItem item{BlobNameFor(to_path), *newer};
-      item.properties.etag = *copy;
-      SetBlobProperties(item, moved);
-      moved->properties["size"] = static_cast<int64_t>(newer->size);
-      moved->properties["mtime"] = BlobMtimeNs(item);
-      moved->properties["ctime"] = NowNs();
-      LogInfo(to_path + ": moved the blob version another mount wrote during the rename");
       return Status::Ok();
     }
+    Status why = copy.status();
     if (why.Is(Code::kPreconditionFailed)) {
       auto props = blobs.GetProperties(container, blob);
-      why = props.status();
       if (props.ok()) {
         newer = *props;
         etag = props->etag;
         continue;
       }
+      why = props.status();
     }
     if (!why.Is(Code::kNotFound)) return why;
-    LogWarning(to_path + ": blob " + blob + " is gone; the entry moves without it");
+    auto there = blobs.GetProperties(container, to_blob);
+    if (there.ok()) {
+      adopt(*there, "the copy of its blob an earlier run made");
+    } else if (there.status().Is(Code::kNotFound)) {
+      LogWarning(to_path + ": blob " + blob + " is gone; the entry moves without it");
+    } else {
+      return there.status();
+    }
     return Status::Ok();
   }
   return Status(Code::kPreconditionFailed, to_path + ": the blob kept changing while being moved");
@@ -153,6 +174,8 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
                                                    unsigned flags) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   if (flags & kExchange) return Status(Code::kInvalidArgument, "RENAME_EXCHANGE is not supported");
+  // A rename moves table rows: files created here and not yet committed get theirs first.
+  STAMPFS_RETURN_IF_ERROR(MaterializePending());
   std::lock_guard<std::mutex> lock(rename_mu_);
   auto from = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(from);
@@ -410,28 +433,59 @@ Status Namespace::ClaimForRename(const RenameIntent& intent, Entity* src) {
 }
 
 // Moves every entry of directory `from` (recursively) to directory `to`
-// (inode `dir_ino`). First `from` is closed: the new "." row is written (with
-// the old one's properties), then the old "." row is deleted If-Match the
-// ETag its listing query returned. Every change to a directory's entries
-// merges its "." row, so a 412 means the listing is stale (query again), and
-// once the old "." is gone no other mount can add, change or remove an entry
-// of `from` (their transactions fail with 404: ENOENT): the listing is final.
-// Then, subdirectories first: blobs copied, new rows written with a last
-// merge of the new "." (its ETag changes after every row is in), old blobs
-// deleted, then old rows. Idempotent: a closed `from` is not closed again,
-// an entry already in `to` with the same inode is not copied again, so
-// re-running it after an interruption converges. Costs one blob copy per
-// file below.
+// (inode `dir_ino`). The blobs of its files are copied first, then `from` is
+// closed: the new "." row is written (with the old one's properties) and
+// the old "." row deleted If-Match the ETag of the listing the copies were
+// made from. Every change to a directory's entries merges its "." row, so a
+// 412 means the listing is stale (list again, copy what changed), and once
+// the old "." is gone no other mount can add, change or remove an entry of
+// `from` (their transactions fail with 404: ENOENT): the listing is final,
+// and every blob it names was copied while the entry named it (a writer
+// that commits to the old name later only loses its write, as for a
+// removed file). Then subdirectories, the new rows with a last merge of the
+// new "." (its ETag changes after every row is in), old blobs, old rows.
+// Idempotent: a closed `from` is not closed again, an entry already in `to`
+// with the same inode is not copied again, so re-running it after an
+// interruption converges. Costs one blob copy per file below.
 Status Namespace::MoveChildren(const std::string& from, const std::string& to, uint64_t dir_ino) {
   const std::string from_pk = PartitionKeyForDirectory(from);
   const std::string to_pk = PartitionKeyForDirectory(to);
-  auto rows = CloseForMove(table_, options_.table, from, to, dir_ino, &table_requests);
-  STAMPFS_RETURN_IF_ERROR(rows);
   table_requests++;
   auto present = table_.QueryPartition(options_.table, to_pk);
   STAMPFS_RETURN_IF_ERROR(present);
   std::map<std::string, int64_t> moved_inos;  // rows already in `to`: RowKey -> ino
   for (const Entity& e : *present) moved_inos[e.row_key] = e.GetInt64("ino");
+  auto already_moved = [&](const Entity& e) {
+    auto done = moved_inos.find(e.row_key);
+    return done != moved_inos.end() && done->second == e.GetInt64("ino");
+  };
+  struct Copy {
+    std::string row_etag;  // the row's betag when copied
+    std::string copied;    // the old blob's version that was copied
+    Entity moved;          // the new row
+  };
+  std::map<std::string, Copy> copies;  // file rows by RowKey
+  auto copy_blobs = [&](const std::vector<Entity>& rows) -> Status {
+    for (const Entity& e : rows) {
+      if (EntryType(e) != S_IFREG || already_moved(e)) continue;
+      auto name = NameOfEntry(e);
+      if (!name.ok()) continue;
+      auto it = copies.find(e.row_key);
+      if (it != copies.end() && it->second.row_etag == StringOr(e, "betag") &&
+          it->second.moved.GetInt64("ino") == e.GetInt64("ino")) {
+        continue;
+      }
+      Copy c{StringOr(e, "betag"), "", e};
+      c.moved.partition_key = to_pk;
+      c.moved.etag.clear();
+      STAMPFS_RETURN_IF_ERROR(
+          MoveFileBlob(blobs_, options_.container, e, JoinPath(to, *name), &c.moved, &c.copied));
+      copies[e.row_key] = std::move(c);
+    }
+    return Status::Ok();
+  };
+  auto rows = CloseForMove(table_, options_.table, from, to, dir_ino, copy_blobs, &table_requests);
+  STAMPFS_RETURN_IF_ERROR(rows);
   std::vector<TableOperation> puts, dels;
   std::vector<std::pair<std::string, std::string>> old_blobs;  // name, etag
   for (const Entity& e : *rows) {
@@ -439,23 +493,31 @@ Status Namespace::MoveChildren(const std::string& from, const std::string& to, u
     auto name = NameOfEntry(e);
     auto attr = AttrFromEntity(e);
     if (!name.ok() || !attr.ok()) continue;
-    const std::string child_to = JoinPath(to, *name);
     if (attr->IsDir()) {
-      STAMPFS_RETURN_IF_ERROR(MoveChildren(JoinPath(from, *name), child_to, attr->ino));
+      STAMPFS_RETURN_IF_ERROR(MoveChildren(JoinPath(from, *name), JoinPath(to, *name), attr->ino));
     }
-    std::string copied = StringOr(e, "betag");  // the old blob's version to delete
-    auto done = moved_inos.find(e.row_key);
-    if (done == moved_inos.end() || done->second != static_cast<int64_t>(attr->ino)) {
+    auto copy = copies.find(e.row_key);
+    std::string old_etag = StringOr(e, "betag");
+    if (!already_moved(e)) {
       Entity moved = e;
+      if (copy != copies.end()) {
+        moved = copy->second.moved;
+        old_etag = copy->second.copied;
+        copies.erase(copy);
+      }
       moved.partition_key = to_pk;
       moved.etag.clear();
-      if (attr->IsRegular()) {
-        STAMPFS_RETURN_IF_ERROR(
-            MoveFileBlob(blobs_, options_.container, e, child_to, &moved, &copied));
-      }
       puts.push_back(TableOperation::Replace(moved, Condition::None()));
     }
-    if (attr->IsRegular() && !copied.empty()) old_blobs.emplace_back(StringOr(e, "blob"), copied);
+    if (attr->IsRegular() && !old_etag.empty())
+      old_blobs.emplace_back(StringOr(e, "blob"), old_etag);
+  }
+  // Copies of entries removed or replaced before the close name no file.
+  for (const auto& [row_key, c] : copies) {
+    const std::string& etag = StringOr(c.moved, "betag");
+    if (etag.empty()) continue;
+    blobs_.Delete(options_.container, StringOr(c.moved, "blob"), Condition::IfMatch(etag))
+        .PermitUnchecked();
   }
   // Last, in the transaction of the last rows: the new "." ETag changes after
   // every entry is in, so a mount that listed `to` meanwhile lists it again.

@@ -24,10 +24,11 @@ namespace stampfs {
 using Tree = std::map<std::string, std::string>;  // path -> "d" / "f <data>" / "l <target>"
 
 class RenameFixture : public ::testing::Test {
- protected:
+ public:
   static constexpr const char* kContainer = "crashc";
   static constexpr const char* kTable = "crasht";
 
+ protected:
   struct Mount {
     std::unique_ptr<MetaCache> cache;
     std::unique_ptr<Namespace> ns;
