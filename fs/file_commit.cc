@@ -79,7 +79,30 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
   }
   if (IsConflict(etag.status())) return OnConflict(fp, lock, etag.status());
   STAMPFS_RETURN_IF_ERROR(etag.status().WithContext("commit " + f.path));
+  if (ns_.IsPending(f.ino)) return CommittedNew(fp, lock, *etag);
   return Committed(f, *etag);
+}
+
+// The first commit of a deferred create: its entry is inserted now, naming
+// the blob just written, before the data counts as committed. A name another
+// mount took meanwhile (or a removed directory) withdraws the blob and saves
+// the data as a conflict copy; any other failure keeps the data dirty, based
+// on the blob just written.
+// REQUIRES: `lock` holds fp->mu; fp->busy.
+Status FileData::CommittedNew(const FilePtr& fp, Lock& lock, const std::string& etag) {
+  OpenFile& f = *fp;
+  auto inserted = ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, "", f.layout.base());
+  if (inserted.status().Is(Code::kAlreadyExists) || inserted.status().Is(Code::kNotFound)) {
+    blob_requests_++;
+    blobs_.Delete(options_.container, f.blob, Condition::IfMatch(etag)).PermitUnchecked();
+    return OnConflict(fp, lock, inserted.status());
+  }
+  if (!inserted.ok()) {
+    f.base_etag = etag;
+    Journal(f).PermitUnchecked();
+    return inserted.status().WithContext("commit " + f.path);
+  }
+  return Committed(f, etag, &*inserted);
 }
 
 // Writes the file's current content to `blob`. `same_blob`: the blob the
@@ -198,7 +221,7 @@ std::vector<std::string> FileData::ReusableIds(const OpenFile& f, const BlockLis
 
 // The blob now holds this file's data: the cache file becomes that version.
 // REQUIRES: f.mu held.
-Status FileData::Committed(OpenFile& f, const std::string& etag) {
+Status FileData::Committed(OpenFile& f, const std::string& etag, const Attr* recorded) {
   STAMPFS_RETURN_IF_ERROR(cache_.MarkClean(f.cache_id));
   STAMPFS_RETURN_IF_ERROR(cache_.DropFrom(f.cache_id, f.layout.CountFor(f.size)));
   STAMPFS_RETURN_IF_ERROR(cache_.ClearJournal(f.cache_id));
@@ -208,7 +231,8 @@ Status FileData::Committed(OpenFile& f, const std::string& etag) {
   const std::string prev = f.base_etag;
   f.base_etag = etag;
   f.remote_size = f.size;
-  auto attr = ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, prev, f.layout.base());
+  auto attr = recorded ? Result<Attr>(*recorded)
+                       : ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, prev, f.layout.base());
   if (attr.status().Is(Code::kNotFound)) {
     // Another mount removed (or moved) the entry meanwhile: the blob just
     // written belongs to no file. Removed unless someone rewrote it since.
@@ -302,6 +326,13 @@ Result<std::string> FileData::SaveConflictCopy(const FilePtr& fp, Lock& lock,
     if (!parent.ok()) break;
     name = ConflictName(BaseName(path), attempt);
     created = ns_.Create(parent->ino, name, f.attr.mode & 07777, f.attr.uid, f.attr.gid);
+    if (created.status().Is(Code::kNotFound) && dir != "/") {
+      // The directory was removed after this mount last listed it.
+      dir = "/";
+      parent = Resolve(dir, &held);
+      created = Status(Code::kAlreadyExists, "no name tried in /");
+      attempt = -1;
+    }
   }
   ForgetLookups(held);
   STAMPFS_RETURN_IF_ERROR(parent);

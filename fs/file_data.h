@@ -205,7 +205,9 @@ class FileData {
   Status MaterializeAll(OpenFile& f, Lock& lock, bool lossy, uint64_t* lost);
   Result<BlockPlan> PlanBlocks(OpenFile& f, bool same_blob, uint64_t tag);
   std::vector<std::string> ReusableIds(const OpenFile& f, const BlockList& list) const;
-  Status Committed(OpenFile& f, const std::string& etag);
+  // `recorded`: the entry already names this version (CommittedNew).
+  Status Committed(OpenFile& f, const std::string& etag, const Attr* recorded = nullptr);
+  Status CommittedNew(const FilePtr& fp, Lock& lock, const std::string& etag);
   void Moved(OpenFile& f, const FileState& state);
   void Unstage(OpenFile& f);
   Status OnConflict(const FilePtr& fp, Lock& lock, const Status& why);

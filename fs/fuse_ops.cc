@@ -255,7 +255,9 @@ void OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
               fuse_file_info* fi) {
   FsContext& c = Ctx(req);
   const fuse_ctx* who = fuse_req_ctx(req);
-  auto attr = c.ns->Create(parent, name, mode, who->uid, who->gid);
+  // Without O_EXCL the entry waits for the first commit (one transaction
+  // with the blob's ETag); O_EXCL reserves the name in the table now.
+  auto attr = c.ns->Create(parent, name, mode, who->uid, who->gid, !(fi->flags & O_EXCL));
   bool created = attr.ok();
   if (attr.status().Is(Code::kAlreadyExists) && !(fi->flags & O_EXCL)) {
     attr = c.ns->Lookup(parent, name);  // another mount won the race: open its file

@@ -245,6 +245,7 @@ Result<Entity> Namespace::FetchEntry(const std::string& dir_path, const std::str
                                      bool fresh) {
   const std::string pk = PartitionKeyForDirectory(dir_path);
   const std::string rk = RowKeyForName(name);
+  if (auto pending = PendingEntry(pk, rk)) return *pending;
   if (cache_ && !fresh) {
     auto gen = cache_->GetGeneration(pk);
     auto ce = cache_->GetEntry(pk, rk);
@@ -447,6 +448,7 @@ Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
   STAMPFS_RETURN_IF_ERROR(path);
   auto entities = FetchListing(*path);
   STAMPFS_RETURN_IF_ERROR(entities);
+  for (Entity& e : PendingIn(PartitionKeyForDirectory(*path))) entities->push_back(std::move(e));
   std::vector<DirEntry> out;
   out.reserve(entities->size());
   for (const Entity& e : *entities) {

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -113,9 +114,13 @@ class Namespace {
   Result<Attr> Mkdir(uint64_t parent, const std::string& name, uint32_t mode, uint32_t uid,
                      uint32_t gid);
   Status Rmdir(uint64_t parent, const std::string& name);
-  // A regular file entry; kAlreadyExists when the name is taken.
+  // A regular file entry; kAlreadyExists when the name is taken. `deferred`
+  // (creates without O_EXCL): the entry stays in this mount until the file's
+  // first commit inserts it (fs/namespace_pending.cc).
   Result<Attr> Create(uint64_t parent, const std::string& name, uint32_t mode, uint32_t uid,
-                      uint32_t gid);
+                      uint32_t gid, bool deferred = false);
+  // The file was created deferred and its entry is not in the table yet.
+  bool IsPending(uint64_t ino);
   Result<Attr> Symlink(uint64_t parent, const std::string& name, const std::string& target,
                        uint32_t uid, uint32_t gid);
   Result<std::string> ReadLink(uint64_t ino);
@@ -185,6 +190,17 @@ class Namespace {
   Result<Attr> InsertEntry(uint64_t parent, const Located& loc, const Entity& entry);
   Result<std::string> CheckEmpty(const std::string& pk);
   Result<FileState> FileStateOf(const Entity& entry, const std::string& path) const;
+  // Deferred creates (fs/namespace_pending.cc).
+  Result<Attr> CreateDeferred(uint64_t parent, const Located& loc, const Attr& attr);
+  std::optional<Entity> PendingEntry(const std::string& pk, const std::string& rk);
+  std::vector<Entity> PendingIn(const std::string& pk);
+  Result<Entity> InsertPendingLocked(uint64_t ino);  // REQUIRES: pending_mu_
+  std::optional<Result<Entity>> ChangePending(uint64_t ino,
+                                              const std::function<Status(Entity*)>& change,
+                                              bool insert);
+  std::optional<FileState> DropPending(const std::string& pk, const std::string& rk,
+                                       const std::string& path);
+  Status MaterializePending();
   Status ChangeXattrs(uint64_t ino, const std::function<Status(XattrMap*)>& change);
   Result<std::string> CopyFileBlob(const Entity& entry, const std::string& to_path,
                                    const Condition& dest);
@@ -230,6 +246,12 @@ class Namespace {
     int misses = 0;
     int64_t point_only_until_ms = 0;  // over kListPageBudget pages: not listed again before
   };
+  struct Pending {
+    Entity entry;
+    std::string dir_path;
+  };
+  std::mutex pending_mu_;                // before any stripe
+  std::map<uint64_t, Pending> pending_;  // by inode  GUARDED_BY(pending_mu_)
   std::mutex lookups_mu_;
   std::unordered_map<std::string, DirectoryLookups> lookups_;  // GUARDED_BY(lookups_mu_)
   std::string mount_id_;  // random, names this instance in the intents it writes

@@ -42,6 +42,9 @@ Entity Namespace::DotRow(const std::string& dir_path, uint64_t ino) const {
 }
 
 Result<Attr> Namespace::InsertEntry(uint64_t parent, const Located& loc, const Entity& entry) {
+  if (PendingEntry(entry.partition_key, entry.row_key)) {
+    return Status(Code::kAlreadyExists, loc.path);
+  }
   BatchError err;
   auto r = CommitInDirectory(loc.parent_path, {TableOperation::Insert(entry)}, &err);
   STAMPFS_RETURN_IF_ERROR(r);
@@ -122,6 +125,7 @@ Status Namespace::Rmdir(uint64_t parent, const std::string& name) {
 // The "." ETag of an empty directory ("" when the "." row is already gone:
 // an unfinished rmdir), or kNotEmpty.
 Result<std::string> Namespace::CheckEmpty(const std::string& pk) {
+  if (!PendingIn(pk).empty()) return Status(Code::kNotEmpty, "directory not empty");
   QueryOptions q;
   q.filter = FilterPartition(pk);
   q.top = 2;
@@ -141,13 +145,14 @@ Result<std::string> Namespace::CheckEmpty(const std::string& pk) {
 }
 
 Result<Attr> Namespace::Create(uint64_t parent, const std::string& name, uint32_t mode,
-                               uint32_t uid, uint32_t gid) {
+                               uint32_t uid, uint32_t gid, bool deferred) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
   auto ino = AllocateIno();
   STAMPFS_RETURN_IF_ERROR(ino);
   Attr attr = NewAttr(*ino, S_IFREG | (mode & 07777), uid, gid);
+  if (deferred) return CreateDeferred(parent, *loc, attr);
   return InsertEntry(parent, *loc, NewEntry(loc->parent_path, name, attr));
 }
 
@@ -178,6 +183,10 @@ Result<FileState> Namespace::Unlink(uint64_t parent, const std::string& name) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
+  if (auto dropped =
+          DropPending(PartitionKeyForDirectory(loc->parent_path), RowKeyForName(name), loc->path)) {
+    return *dropped;  // never in the table
+  }
   // The entry is deleted If-Match the ETag just read, so a directory that
   // replaced the name is never removed; an entry changed meanwhile (another
   // mount committed data to the file: 412) is read again.
@@ -217,6 +226,7 @@ Result<FileState> Namespace::FileStateOf(const Entity& entry, const std::string&
 // copy (412) is re-read from the table and the change applied again.
 Result<Entity> Namespace::MergeEntry(uint64_t ino, const std::function<Status(Entity*)>& change) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  if (auto pending = ChangePending(ino, change, false)) return *pending;
   for (int attempt = 0; attempt < 4; ++attempt) {
     std::string path;
     auto e = FetchEntryOf(ino, &path, attempt > 0);
@@ -286,7 +296,7 @@ Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns
                                    const std::string& blob_etag, const std::string& prev_etag,
                                    uint64_t block_size) {
   std::optional<Entity> superseded;
-  auto e = MergeEntry(ino, [&](Entity* entity) -> Status {
+  auto apply = [&](Entity* entity) -> Status {
     const std::string* current = entity->GetString("betag");
     const std::string& named = current ? *current : std::string();
     if (named != prev_etag && named != blob_etag) {
@@ -306,7 +316,10 @@ Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns
     entity->properties["betag"] = blob_etag;
     if (block_size > 0) entity->properties["bsize"] = static_cast<int64_t>(block_size);
     return Status::Ok();
-  });
+  };
+  // A deferred create's first commit inserts its entry.
+  auto pending = ChangePending(ino, apply, true);
+  auto e = pending ? *pending : MergeEntry(ino, apply);
   if (superseded) return AttrFromEntity(*superseded);
   STAMPFS_RETURN_IF_ERROR(e);
   return AttrFromEntity(*e);

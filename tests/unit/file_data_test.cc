@@ -606,6 +606,123 @@ TEST_F(FileDataTest, AConflictCopyLandsInTheFilesOwnDirectory) {
   }
 }
 
+// Creates without O_EXCL: the entry waits for the first commit.
+class DeferredCreateTest : public FileDataTest {
+ protected:
+  uint64_t CreateDeferred(Mount& m, uint64_t dir, const std::string& name) {
+    auto attr = m.ns->Create(dir, name, 0644, 0, 0, true);
+    EXPECT_TRUE(attr.ok()) << attr.status().ToString();
+    if (!attr.ok()) return 0;
+    EXPECT_TRUE(m.data->Open(attr->ino, OpenFlags{true, true, true}).ok());
+    return attr->ino;
+  }
+  bool InTable(const std::string& dir, const std::string& name) {
+    return raw_table_->Get(kTable, PartitionKeyForDirectory(dir), RowKeyForName(name)).ok();
+  }
+};
+
+TEST_F(DeferredCreateTest, ANewFileIsOnePutAndOneTransactionAtItsCommit) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  Commit(a, "first", "takes the inode range");
+  const int before = plan_->calls();
+  uint64_t ino = CreateDeferred(a, kRootIno, "new");
+  Write(a, ino, "hello", 0);
+  SetAttrRequest chmod;
+  chmod.mode = 0600;
+  ASSERT_TRUE(a.ns->SetAttr(ino, chmod).ok());
+  EXPECT_EQ(plan_->calls() - before, 0) << "create, write and chmod stay in this mount";
+  EXPECT_TRUE(a.ns->Lookup(kRootIno, "new").ok());
+  auto listing = a.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  EXPECT_EQ(listing->size(), 2u);
+  EXPECT_FALSE(InTable("/", "new"));
+  EXPECT_TRUE(b.ns->Lookup(kRootIno, "new").status().Is(Code::kNotFound))
+      << "another mount sees it after the commit";
+
+  const int at_close = plan_->calls();
+  ASSERT_TRUE(a.data->Release(ino).ok());
+  EXPECT_EQ(plan_->calls() - at_close, 2) << "Put Blob, then the entry's insert";
+  auto seen = b.ns->Lookup(kRootIno, "new");
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->size, 5u);
+  EXPECT_EQ(seen->mode & 07777, 0600u);
+  auto st = b.ns->GetFile(seen->ino, true);
+  ASSERT_TRUE(st.ok());
+  auto props = raw_blobs_->GetProperties(kContainer, "new");
+  ASSERT_TRUE(props.ok());
+  EXPECT_EQ(st->blob_etag, props->etag);
+}
+
+TEST_F(DeferredCreateTest, AnUnlinkBeforeTheCommitLeavesNothing) {
+  Mount a = NewMount("a");
+  uint64_t ino = CreateDeferred(a, kRootIno, "tmp");
+  Write(a, ino, "scratch", 0);
+  const int before = plan_->calls();
+  ASSERT_TRUE(a.ns->Unlink(kRootIno, "tmp").ok());
+  EXPECT_EQ(plan_->calls() - before, 0);
+  a.data->Release(ino).PermitUnchecked();
+  EXPECT_FALSE(InTable("/", "tmp"));
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "tmp").status().Is(Code::kNotFound));
+  EXPECT_TRUE(a.ns->Lookup(kRootIno, "tmp").status().Is(Code::kNotFound));
+}
+
+TEST_F(DeferredCreateTest, ANameAnotherMountTookFirstGetsTheDataAsAConflictCopy) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  uint64_t ino = CreateDeferred(a, kRootIno, "f");
+  Write(a, ino, "from a", 0);
+  auto theirs = b.ns->Mkdir(kRootIno, "f", 0755, 0, 0);
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_TRUE(a.data->Release(ino).Is(Code::kPreconditionFailed));
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "f").status().Is(Code::kNotFound))
+      << "the blob written for the lost name is withdrawn";
+  auto listing = b.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->size(), 2u);
+  for (const DirEntry& e : *listing) {
+    if (e.name == "f") {
+      EXPECT_TRUE(e.attr.IsDir());
+      continue;
+    }
+    EXPECT_EQ(e.name.rfind("f.conflict-testhost-", 0), 0u) << e.name;
+    EXPECT_EQ(Blob(e.name), "from a");
+  }
+}
+
+TEST_F(DeferredCreateTest, ADirectoryRemovedMeanwhileSendsTheDataToTheRoot) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  auto dir = a.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(dir.ok());
+  uint64_t ino = CreateDeferred(a, dir->ino, "f");
+  Write(a, ino, "kept", 0);
+  EXPECT_TRUE(a.ns->Rmdir(kRootIno, "d").Is(Code::kNotEmpty)) << "not empty for this mount";
+  ASSERT_TRUE(b.ns->Lookup(kRootIno, "d").ok());
+  ASSERT_TRUE(b.ns->Rmdir(kRootIno, "d").ok()) << "empty in the table";
+  EXPECT_FALSE(a.data->Release(ino).ok());
+  auto listing = b.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->size(), 1u);
+  EXPECT_EQ((*listing)[0].name.rfind("f.conflict-testhost-", 0), 0u);
+  EXPECT_EQ(Blob((*listing)[0].name), "kept");
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "d/f").status().Is(Code::kNotFound));
+}
+
+TEST_F(DeferredCreateTest, RenameAndNameClashesSeeThePendingEntry) {
+  Mount a = NewMount("a");
+  uint64_t ino = CreateDeferred(a, kRootIno, "p");
+  EXPECT_TRUE(a.ns->Create(kRootIno, "p", 0644, 0, 0).status().Is(Code::kAlreadyExists));
+  EXPECT_TRUE(a.ns->Create(kRootIno, "p", 0644, 0, 0, true).status().Is(Code::kAlreadyExists));
+  EXPECT_TRUE(a.ns->Mkdir(kRootIno, "p", 0755, 0, 0).status().Is(Code::kAlreadyExists));
+  Write(a, ino, "moved", 0);
+  ASSERT_TRUE(a.ns->Rename(kRootIno, "p", kRootIno, "q", 0).ok());
+  EXPECT_TRUE(InTable("/", "q")) << "inserted before the rename";
+  EXPECT_FALSE(InTable("/", "p"));
+  ASSERT_TRUE(a.data->Release(ino).ok());
+  EXPECT_EQ(Blob("q"), "moved");
+}
+
 TEST_F(FileDataTest, CommitAllAtShutdownCommitsFilesStillOpen) {
   const std::string content = Pattern(3 * kBlock + 5, 21);
   Mount m = NewMount("shutdown");

@@ -1,0 +1,130 @@
+// Namespace: deferred creates. A file created without O_EXCL exists only in
+// this mount (inode, attributes, name) until its first commit inserts the
+// entry together with the blob's ETag: one entity transaction per new file
+// instead of an insert at create and a merge at commit.
+//
+// Invariants (pending_mu_): a pending entry is never in the table nor in the
+// metadata cache; lookups, getattr and readdir of this mount overlay it;
+// setattr/xattr change it in memory; unlink drops it; every other change
+// that could move or shadow it (rename, mkdir/symlink/create of its name,
+// rmdir of its directory) first inserts it or sees it (Materialize, InsertEntry,
+// CheckEmpty). Another mount sees the file after its first commit, as it
+// sees data after close (docs/semantics.md). Lock order: pending_mu_ before
+// a directory stripe.
+#include "fs/names.h"
+#include "fs/namespace.h"
+#include "storage/table_keys.h"
+
+namespace stampfs {
+
+bool Namespace::IsPending(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  return pending_.count(ino) > 0;
+}
+
+std::optional<Entity> Namespace::PendingEntry(const std::string& pk, const std::string& rk) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  for (const auto& [ino, p] : pending_) {
+    if (p.entry.partition_key == pk && p.entry.row_key == rk) return p.entry;
+  }
+  return std::nullopt;
+}
+
+std::vector<Entity> Namespace::PendingIn(const std::string& pk) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  std::vector<Entity> out;
+  for (const auto& [ino, p] : pending_) {
+    if (p.entry.partition_key == pk) out.push_back(p.entry);
+  }
+  return out;
+}
+
+Result<Attr> Namespace::CreateDeferred(uint64_t parent, const Located& loc, const Attr& attr) {
+  Entity entry = NewEntry(loc.parent_path, loc.name, attr);
+  // The kernel asked only after a negative lookup; a name this mount knows
+  // (cached or pending) is taken. The table decides at the first commit.
+  if (PendingEntry(entry.partition_key, entry.row_key)) {
+    return Status(Code::kAlreadyExists, loc.path);
+  }
+  if (cache_ && cache_->GetEntry(entry.partition_key, entry.row_key)) {
+    auto known = FetchEntry(loc.parent_path, loc.name, false);
+    if (known.ok()) return Status(Code::kAlreadyExists, loc.path);
+    if (!known.status().Is(Code::kNotFound)) return known.status();
+  }
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    pending_[attr.ino] = {entry, loc.parent_path};
+  }
+  inodes_.Remember(attr.ino, parent, loc.name, false);
+  return attr;
+}
+
+// REQUIRES: pending_mu_. Inserts the entry; on success it is no longer pending.
+Result<Entity> Namespace::InsertPendingLocked(uint64_t ino) {
+  auto it = pending_.find(ino);
+  if (it == pending_.end()) return Status(Code::kNotFound, "inode is not pending");
+  Entity entry = it->second.entry;
+  entry.etag.clear();
+  BatchError err;
+  auto r = CommitInDirectory(it->second.dir_path, {TableOperation::Insert(entry)}, &err);
+  if (!r.ok()) {
+    // The name was taken by another mount, or the directory removed: this
+    // file lost its name (its data goes to a conflict copy at commit).
+    if (r.status().Is(Code::kAlreadyExists) || r.status().Is(Code::kNotFound)) {
+      pending_.erase(it);
+      inodes_.Detach(ino);
+    }
+    return r.status();
+  }
+  entry.etag = r->etags[0];
+  pending_.erase(it);
+  return entry;
+}
+
+// Applies `change` to a pending entry in memory; nullopt when `ino` is not
+// pending. With `insert`, the changed entry is inserted at once.
+std::optional<Result<Entity>> Namespace::ChangePending(uint64_t ino,
+                                                       const std::function<Status(Entity*)>& change,
+                                                       bool insert) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  auto it = pending_.find(ino);
+  if (it == pending_.end()) return std::nullopt;
+  Entity changed = it->second.entry;
+  Status s = change(&changed);
+  if (!s.ok()) return Result<Entity>(s);
+  it->second.entry = changed;
+  if (!insert) return Result<Entity>(changed);
+  return InsertPendingLocked(ino);
+}
+
+std::optional<FileState> Namespace::DropPending(const std::string& pk, const std::string& rk,
+                                                const std::string& path) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->second.entry.partition_key != pk || it->second.entry.row_key != rk) continue;
+    auto state = FileStateOf(it->second.entry, path);
+    const uint64_t ino = it->first;
+    pending_.erase(it);
+    inodes_.Detach(ino);
+    if (state.ok()) return *state;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Inserts every pending entry (before a rename, which may move them or
+// their directory). A name lost meanwhile is left to the file's commit.
+Status Namespace::MaterializePending() {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  std::vector<uint64_t> inos;
+  for (const auto& [ino, p] : pending_) inos.push_back(ino);
+  for (uint64_t ino : inos) {
+    auto r = InsertPendingLocked(ino);
+    if (!r.ok() && !r.status().Is(Code::kAlreadyExists) && !r.status().Is(Code::kNotFound)) {
+      return r.status();
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace stampfs
