@@ -2,10 +2,11 @@
 # Two daemons mounting one container: close-to-open visibility within the
 # TTL (and at once with attr_timeout=0), two writers racing on one file (every
 # byte either wrote ends in the file or a conflict copy), mkdir/rmdir/create
-# races, rename races, -o discover picking up blobs other tools write, and
-# kill -9 at the rename crash points
-# (STAMPFS_FAULT, builds with -DSTAMPFS_FAULT_POINTS=ON) followed by a
-# remount that rolls the rename forward. docs/semantics.md states the claims.
+# races, rename races (also creates into a directory the other mount is
+# renaming: fsck finds nothing left behind), -o discover picking up blobs
+# other tools write, and kill -9 at the rename crash points (STAMPFS_FAULT,
+# builds with -DSTAMPFS_FAULT_POINTS=ON) followed by a remount that rolls
+# the rename forward. docs/semantics.md states the claims.
 #
 #   bash tests/e2e/coherence.sh BUILD_DIR
 #   COHERENCE_TRIALS=N (default 200): racing-writer trials
@@ -261,6 +262,72 @@ check_eq "two mounts renaming one directory: it ends under one name" \
   "$(printf 'd2/sub/x')" eval "dir_rename_race | sed 's/d3/d2/'"
 check_eq "its file is whole" deep eval "cat '$M/ren/'d[23]/sub/x"
 
+# One mount renames a directory tree back and forth while the other creates
+# files and directories in it (and in its subdirectory) under whichever name
+# it sees. Each create lands before the directory is closed for the move (and
+# moves with it) or fails with ENOENT; nothing stays behind at the old name.
+mkdir -p "$M/ren/mv.A/sub"
+for i in $(seq 12); do echo "f$i" >"$M/ren/mv.A/f$i"; echo "s$i" >"$M/ren/mv.A/sub/s$i"; done
+sleep $((E2E_ATTR_TIMEOUT + 1))
+create_while_renaming() {
+  "$PY" - "$M/ren" "$M2/ren" "$E2E_TMP/created" <<'PYEOF'
+import errno, os, sys, threading, time
+one, two, out = sys.argv[1], sys.argv[2], sys.argv[3]
+bad, created, counts = [], [], {}
+done = threading.Event()
+def count(what):
+    counts[what] = counts.get(what, 0) + 1
+def mover():
+    try:
+        for i in range(8):
+            for a, b in (("mv.A", "mv.B"), ("mv.B", "mv.A")):
+                os.rename(os.path.join(one, a), os.path.join(one, b))
+                count("renames ok")
+    except OSError as e:
+        bad.append("rename: %s" % e)
+    finally:
+        done.set()
+def creator():
+    k = 0
+    while not done.is_set():
+        for name in ("mv.A", "mv.B"):
+            for rel in ("c%d" % k, "sub/c%d" % k, "m%d" % k):
+                p = os.path.join(two, name, rel)
+                try:
+                    if rel.startswith("m"):
+                        os.mkdir(p)
+                    else:
+                        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                        os.write(fd, b"x")
+                        os.close(fd)
+                    created.append(rel)
+                    count("creates ok")
+                except OSError as e:
+                    count("creates " + errno.errorcode[e.errno])
+                    if e.errno != errno.ENOENT:
+                        bad.append("%s: %s" % (p, e))
+            k += 1
+        time.sleep(0.002)
+ts = [threading.Thread(target=mover), threading.Thread(target=creator)]
+for t in ts: t.start()
+for t in ts: t.join()
+with open(out, "w") as f:
+    f.write("\n".join(sorted(created)) + "\n")
+print(", ".join("%s %d" % kv for kv in sorted(counts.items())))
+if bad: sys.exit("unexpected errors: " + "; ".join(bad[:10]))
+PYEOF
+}
+E2E_TIMEOUT=300 check "creates into a directory another mount renames fail only with ENOENT" \
+  create_while_renaming
+tail -1 "$E2E_TMP/.out" | sed 's/^/  /'
+check "every create that succeeded is in the renamed tree, nothing at the old name" \
+  eval "sleep $((E2E_ATTR_TIMEOUT + 1)); [[ ! -e '$M/ren/mv.B' ]] &&
+        for rel in \$(cat '$E2E_TMP/created'); do [[ -e '$M/ren/mv.A/'\$rel ]] || { echo \"missing \$rel\"; exit 1; }; done &&
+        [[ \$(cat '$M/ren/mv.A/f12' '$M/ren/mv.A/sub/s12') == \$'f12\ns12' ]]"
+check "fsck: no orphan-partition (no entry left behind at an old name), no intent, no missing or orphan '.'" \
+  eval "stampfs fsck '$E2E_CONTAINER' >'$E2E_TMP/fsck.ren' 2>&1;
+        ! grep -E '^(orphan-partition|intent|orphan-dot|missing-dot|duplicate-ino):' '$E2E_TMP/fsck.ren'"
+
 # ---------------------------------------------------------------------------
 section "kill -9 at the rename crash points, then remount"
 # kill9_remount: the daemon of $M died at a fault point; detach and remount
@@ -314,7 +381,7 @@ for point in after_intent after_copy after_insert after_table; do
           '$E2E_INSPECT' cat '$E2E_CONTAINER' 'crash/dst/f.$point' | cmp - '$E2E_TMP/c.$point'"
 done
 if $crash_point_supported; then
-  for point in after_intent after_partition after_copy after_insert after_table; do
+  for point in after_intent after_close after_partition after_copy after_insert after_table; do
     mkdir -p "$M/crash/tree.$point/sub/deeper"
     echo "one $point" >"$M/crash/tree.$point/one"
     echo "two $point" >"$M/crash/tree.$point/sub/two"
