@@ -77,7 +77,10 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
     Unstage(f);
     etag = WriteBlob(fp, lock, f.blob, cond, true, nullptr);
   }
-  if (IsConflict(etag.status())) return OnConflict(fp, lock, etag.status());
+  if (IsConflict(etag.status())) {
+    ns_.AbandonPending(f.ino);  // a new file whose name another mount committed first
+    return OnConflict(fp, lock, etag.status());
+  }
   STAMPFS_RETURN_IF_ERROR(etag.status().WithContext("commit " + f.path));
   if (ns_.IsPending(f.ino)) return CommittedNew(fp, lock, *etag);
   return Committed(f, *etag);
@@ -95,6 +98,14 @@ Status FileData::CommittedNew(const FilePtr& fp, Lock& lock, const std::string& 
   if (inserted.status().Is(Code::kAlreadyExists) || inserted.status().Is(Code::kNotFound)) {
     blob_requests_++;
     blobs_.Delete(options_.container, f.blob, Condition::IfMatch(etag)).PermitUnchecked();
+    if (inserted.status().Is(Code::kNotFound) && f.size == 0) {
+      // An empty new file in a directory removed meanwhile: as if the
+      // create had failed (ENOENT), nothing to keep.
+      f.dirty = false;
+      f.journaled = false;
+      cache_.ClearJournal(f.cache_id).PermitUnchecked();
+      return inserted.status();
+    }
     return OnConflict(fp, lock, inserted.status());
   }
   if (!inserted.ok()) {

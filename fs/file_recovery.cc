@@ -13,6 +13,7 @@
 #include "fs/file_data.h"
 #include "fs/inode_table.h"
 #include "fs/log.h"
+#include "fs/names.h"
 
 namespace stampfs {
 
@@ -135,7 +136,23 @@ Status FileData::ReplayOne(const CacheFileInfo& info) {
   const JournalRecord& j = *info.journal;
   auto id = cache_.AcquireId(info.id);
   STAMPFS_RETURN_IF_ERROR(id);
-  auto fp = std::make_shared<OpenFile>(j.ino);
+  std::vector<uint64_t> held;
+  auto where = Resolve(j.path, &held);
+  uint64_t ino = j.ino;
+  if (where.status().Is(Code::kNotFound) && j.base_etag.empty()) {
+    // A new file whose entry was never inserted (created without O_EXCL,
+    // the daemon died before its first commit): created under its name.
+    auto parent = Resolve(ParentPath(j.path), &held);
+    if (parent.ok() && parent->IsDir()) {
+      auto made = ns_.Create(parent->ino, BaseName(j.path), 0644, getuid(), getgid());
+      if (made.ok()) {
+        held.push_back(made->ino);
+        ino = made->ino;
+        where = made;
+      }
+    }
+  }
+  auto fp = std::make_shared<OpenFile>(ino);
   OpenFile& f = *fp;
   Lock lock(f.mu);
   f.cache_id = *id;
@@ -154,14 +171,12 @@ Status FileData::ReplayOne(const CacheFileInfo& info) {
   f.attr.mode = S_IFREG | 0644;
   f.attr.uid = getuid();
   f.attr.gid = getgid();
-  std::vector<uint64_t> held;
-  auto where = Resolve(j.path, &held);
   Status s;
-  if (where.ok() && where->ino == j.ino && where->IsRegular()) {
+  if (where.ok() && where->ino == ino && where->IsRegular()) {
     f.attr = *where;
-    ns_.Pin(j.ino);
+    ns_.Pin(ino);
     s = CommitLocked(fp, lock);
-    ns_.Unpin(j.ino);
+    ns_.Unpin(ino);
     if (s.ok()) LogInfo("dirty journal: committed " + j.path);
     if (!f.dirty) s = Status::Ok();  // a conflict resolved by a copy (logged)
   } else {

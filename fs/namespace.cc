@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -448,7 +449,12 @@ Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
   STAMPFS_RETURN_IF_ERROR(path);
   auto entities = FetchListing(*path);
   STAMPFS_RETURN_IF_ERROR(entities);
-  for (Entity& e : PendingIn(PartitionKeyForDirectory(*path))) entities->push_back(std::move(e));
+  for (Entity& e : PendingIn(PartitionKeyForDirectory(*path))) {
+    // A name the table already has (another mount's) shows once: the table's.
+    bool shadowed = std::any_of(entities->begin(), entities->end(),
+                                [&](const Entity& t) { return t.row_key == e.row_key; });
+    if (!shadowed) entities->push_back(std::move(e));
+  }
   std::vector<DirEntry> out;
   out.reserve(entities->size());
   for (const Entity& e : *entities) {

@@ -121,6 +121,8 @@ class Namespace {
                       uint32_t gid, bool deferred = false);
   // The file was created deferred and its entry is not in the table yet.
   bool IsPending(uint64_t ino);
+  // Its name was taken by another mount before its first commit: forgotten.
+  void AbandonPending(uint64_t ino);
   Result<Attr> Symlink(uint64_t parent, const std::string& name, const std::string& target,
                        uint32_t uid, uint32_t gid);
   Result<std::string> ReadLink(uint64_t ino);

@@ -112,6 +112,11 @@ std::optional<FileState> Namespace::DropPending(const std::string& pk, const std
   return std::nullopt;
 }
 
+void Namespace::AbandonPending(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  if (pending_.erase(ino) > 0) inodes_.Detach(ino);
+}
+
 // Inserts every pending entry (before a rename, which may move them or
 // their directory). A name lost meanwhile is left to the file's commit.
 Status Namespace::MaterializePending() {

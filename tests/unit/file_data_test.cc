@@ -709,6 +709,63 @@ TEST_F(DeferredCreateTest, ADirectoryRemovedMeanwhileSendsTheDataToTheRoot) {
   EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "d/f").status().Is(Code::kNotFound));
 }
 
+TEST_F(DeferredCreateTest, TwoMountsCreatingOneNameEndWithOneFileAndOneCopy) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  uint64_t ia = CreateDeferred(a, kRootIno, "x");
+  uint64_t ib = CreateDeferred(b, kRootIno, "x");
+  Write(a, ia, "from a", 0);
+  Write(b, ib, "from b", 0);
+  ASSERT_TRUE(b.data->Release(ib).ok());
+  EXPECT_TRUE(a.data->Release(ia).Is(Code::kPreconditionFailed));
+  auto seen = a.ns->Lookup(kRootIno, "x");
+  ASSERT_TRUE(seen.ok()) << "the loser sees the winner's file, not its own lost one";
+  EXPECT_EQ(seen->ino, b.ns->Lookup(kRootIno, "x")->ino);
+  auto listing = a.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ(listing->size(), 2u);
+  EXPECT_EQ(Blob("x"), "from b");
+  for (const DirEntry& e : *listing) {
+    if (e.name != "x") {
+      EXPECT_EQ(Blob(e.name), "from a") << e.name;
+    }
+  }
+}
+
+TEST_F(DeferredCreateTest, AnEmptyNewFileInARemovedDirectoryIsENOENTAndLeavesNothing) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  auto dir = a.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(dir.ok());
+  uint64_t ino = CreateDeferred(a, dir->ino, "empty");
+  ASSERT_TRUE(b.ns->Lookup(kRootIno, "d").ok());
+  ASSERT_TRUE(b.ns->Rmdir(kRootIno, "d").ok());
+  EXPECT_TRUE(a.data->Release(ino).Is(Code::kNotFound));
+  auto listing = b.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  EXPECT_TRUE(listing->empty()) << "no conflict copy of nothing";
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "d/empty").status().Is(Code::kNotFound));
+  EXPECT_TRUE(a.blocks->Journaled().empty());
+}
+
+TEST_F(DeferredCreateTest, ANewFileLostInACrashIsReplayedUnderItsName) {
+  const std::string data = Pattern(3 * kBlock + 5, 31);
+  {
+    Mount m = NewMount("crash");
+    uint64_t ino = CreateDeferred(m, kRootIno, "unsynced");
+    Write(m, ino, data, 0);
+    // kill -9 before the first commit: the entry never reached the table.
+  }
+  EXPECT_FALSE(InTable("/", "unsynced"));
+  Mount after = NewMount("crash");
+  ASSERT_TRUE(after.data->ReplayJournal().ok());
+  EXPECT_EQ(Blob("unsynced"), data);
+  auto attr = after.ns->Lookup(kRootIno, "unsynced");
+  ASSERT_TRUE(attr.ok());
+  EXPECT_EQ(attr->size, data.size());
+  EXPECT_TRUE(after.blocks->Journaled().empty());
+}
+
 TEST_F(DeferredCreateTest, RenameAndNameClashesSeeThePendingEntry) {
   Mount a = NewMount("a");
   uint64_t ino = CreateDeferred(a, kRootIno, "p");
