@@ -616,6 +616,20 @@ class DeferredCreateTest : public FileDataTest {
     EXPECT_TRUE(m.data->Open(attr->ino, OpenFlags{true, true, true}).ok());
     return attr->ino;
   }
+  // A new file /d/NAME pending in `a` (holding `data`) while `b` removes /d,
+  // empty in the table.
+  uint64_t PendingInRemovedDirectory(Mount& a, Mount& b, const std::string& name,
+                                     const std::string& data) {
+    auto dir = a.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+    EXPECT_TRUE(dir.ok());
+    if (!dir.ok()) return 0;
+    uint64_t ino = CreateDeferred(a, dir->ino, name);
+    if (!data.empty()) Write(a, ino, data, 0);
+    EXPECT_TRUE(a.ns->Rmdir(kRootIno, "d").Is(Code::kNotEmpty)) << "not empty for this mount";
+    EXPECT_TRUE(b.ns->Lookup(kRootIno, "d").ok());
+    EXPECT_TRUE(b.ns->Rmdir(kRootIno, "d").ok()) << "empty in the table";
+    return ino;
+  }
   bool InTable(const std::string& dir, const std::string& name) {
     return raw_table_->Get(kTable, PartitionKeyForDirectory(dir), RowKeyForName(name)).ok();
   }
@@ -693,13 +707,7 @@ TEST_F(DeferredCreateTest, ANameAnotherMountTookFirstGetsTheDataAsAConflictCopy)
 TEST_F(DeferredCreateTest, ADirectoryRemovedMeanwhileSendsTheDataToTheRoot) {
   Mount a = NewMount("a");
   Mount b = NewMount("b");
-  auto dir = a.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
-  ASSERT_TRUE(dir.ok());
-  uint64_t ino = CreateDeferred(a, dir->ino, "f");
-  Write(a, ino, "kept", 0);
-  EXPECT_TRUE(a.ns->Rmdir(kRootIno, "d").Is(Code::kNotEmpty)) << "not empty for this mount";
-  ASSERT_TRUE(b.ns->Lookup(kRootIno, "d").ok());
-  ASSERT_TRUE(b.ns->Rmdir(kRootIno, "d").ok()) << "empty in the table";
+  uint64_t ino = PendingInRemovedDirectory(a, b, "f", "kept");
   EXPECT_FALSE(a.data->Release(ino).ok());
   auto listing = b.ns->ReadDir(kRootIno);
   ASSERT_TRUE(listing.ok());
@@ -735,11 +743,7 @@ TEST_F(DeferredCreateTest, TwoMountsCreatingOneNameEndWithOneFileAndOneCopy) {
 TEST_F(DeferredCreateTest, AnEmptyNewFileInARemovedDirectoryIsENOENTAndLeavesNothing) {
   Mount a = NewMount("a");
   Mount b = NewMount("b");
-  auto dir = a.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
-  ASSERT_TRUE(dir.ok());
-  uint64_t ino = CreateDeferred(a, dir->ino, "empty");
-  ASSERT_TRUE(b.ns->Lookup(kRootIno, "d").ok());
-  ASSERT_TRUE(b.ns->Rmdir(kRootIno, "d").ok());
+  uint64_t ino = PendingInRemovedDirectory(a, b, "empty", "");
   EXPECT_TRUE(a.data->Release(ino).Is(Code::kNotFound));
   auto listing = b.ns->ReadDir(kRootIno);
   ASSERT_TRUE(listing.ok());
