@@ -29,6 +29,9 @@ int ErrnoFor(const Status& status) {
     case Code::kCorruption:
     case Code::kInternal:
       return EIO;
+    // The caller was interrupted (a signal: FUSE_INTERRUPT) and gave up.
+    case Code::kCancelled:
+      return EINTR;
     case Code::kInvalidArgument:
       return EINVAL;
     // An entity over 1 MiB (xattrs, long symlink) or a file past the blob limit.

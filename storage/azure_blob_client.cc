@@ -4,13 +4,13 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "storage/auth.h"
 #include "storage/azure_clients.h"
 #include "storage/blob_xml.h"
+#include "storage/cancel.h"
 #include "storage/sas.h"
 
 namespace stampfs {
@@ -440,7 +440,7 @@ Result<std::string> AzureBlobClient::WaitForCopy(const std::string& container,
   const auto deadline = std::chrono::steady_clock::now() + kCopyDeadline;
   std::chrono::milliseconds delay{0};
   while (true) {
-    std::this_thread::sleep_for(delay);
+    if (!SleepUnlessCancelled(delay)) return Cancelled(context + ": waiting for the copy");
     delay = std::clamp(delay * 2, kCopyPollInitial, kCopyPollMax);
     auto response = Call(NewRequest("HEAD", BlobUrl(container, destination)), context);
     if (!response.ok()) return response.status();

@@ -1,6 +1,9 @@
 // libcurl transport. Invariants: TLS peer and host verification stay on; the
 // request goes out with exactly the signed headers (curl's Expect, Accept and
 // Content-Type defaults suppressed) and an exact Content-Length, never chunked.
+// A request sent with a CancelToken current (storage/cancel.h) is aborted
+// from curl's progress callback once the token is cancelled: curl calls it
+// at least once a second, also while no byte moves.
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -8,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "storage/cancel.h"
 #include "storage/http.h"
 
 namespace stampfs {
@@ -52,6 +56,8 @@ struct Exchange {
   uint64_t sink_offset = 0;
   bool reader_short = false;
   bool sink_aborted = false;
+  const CancelToken* cancel = nullptr;  // the sending thread's, if any
+  bool cancelled = false;
 };
 
 size_t ReadCallback(char* buf, size_t size, size_t nitems, void* userdata) {
@@ -113,6 +119,13 @@ size_t WriteCallback(char* data, size_t size, size_t nmemb, void* userdata) {
   return len;
 }
 
+int ProgressCallback(void* userdata, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* ex = static_cast<Exchange*>(userdata);
+  if (!ex->cancel->cancelled()) return 0;
+  ex->cancelled = true;
+  return 1;  // makes curl stop with CURLE_ABORTED_BY_CALLBACK
+}
+
 curl_slist* BuildHeaders(const HttpRequest& request) {
   curl_slist* list = nullptr;
   auto add = [&list](const std::string& line) {
@@ -168,6 +181,11 @@ void SetOptions(CURL* curl, const HttpRequest& request, std::chrono::millisecond
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, ex);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteCallback);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, ex);
+  if (ex->cancel) {
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, ProgressCallback);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, ex);
+  }
   SetMethod(curl, request, ex);
 }
 
@@ -175,6 +193,7 @@ Status FailureStatus(CURLcode rc, const Exchange& ex, const char* error_buffer,
                      std::chrono::milliseconds timeout) {
   const HttpRequest& request = *ex.request;
   const std::string target = request.method + " " + UrlForMessage(request.url);
+  if (ex.cancelled) return Cancelled(target);
   if (ex.sink_aborted) return Status(Code::kInternal, target + ": response body sink aborted");
   if (ex.reader_short) {
     return Status(Code::kInternal, target + ": request body ended before its declared size");
@@ -202,11 +221,15 @@ class CurlTransport : public HttpTransport {
 
   Result<HttpResponse> Send(const HttpRequest& request,
                             std::chrono::milliseconds timeout) override {
+    if (CurrentlyCancelled()) {
+      return Cancelled(request.method + " " + UrlForMessage(request.url) + ": not sent");
+    }
     CURL* curl = Acquire();
     if (!curl) return Status(Code::kInternal, "curl_easy_init failed");
     Exchange ex;
     ex.curl = curl;
     ex.request = &request;
+    ex.cancel = CurrentCancelToken();
     char error_buffer[CURL_ERROR_SIZE] = {0};
     curl_slist* headers = BuildHeaders(request);
     SetOptions(curl, request, timeout, &ex, error_buffer);

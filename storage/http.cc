@@ -6,6 +6,7 @@
 #include <random>
 #include <thread>
 
+#include "storage/cancel.h"
 #include "storage/stats.h"
 
 namespace stampfs {
@@ -210,7 +211,7 @@ RetryingHttpClient::RetryingHttpClient(std::shared_ptr<HttpTransport> transport,
       policy_(policy),
       sleep_(std::move(sleep)),
       random_(std::move(random)) {
-  if (!sleep_) sleep_ = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  if (!sleep_) sleep_ = [](std::chrono::milliseconds d) { SleepUnlessCancelled(d); };
   if (!random_) random_ = DefaultRandom;
   policy_.max_attempts = std::max(policy_.max_attempts, 1);
 }
@@ -224,7 +225,9 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
   };
 
   // Counted before signing, so a SAS query never affects the kind.
-  Counter& kind_counter = *g_requests.by_kind[KindIndex(RequestKind(request))];
+  const char* kind = RequestKind(request);
+  if (CurrentlyCancelled()) return Cancelled(request.method + " " + kind + ": not sent");
+  Counter& kind_counter = *g_requests.by_kind[KindIndex(kind)];
   if (request.sink) {
     request.sink = [inner = std::move(request.sink)](uint64_t at, const char* data, size_t len) {
       g_requests.bytes_down.Add(len);
@@ -237,6 +240,7 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
   for (int attempt = 1; attempt <= policy_.max_attempts; ++attempt) {
     milliseconds left = remaining();
     if (left <= milliseconds(0)) break;
+    if (CurrentlyCancelled()) return Cancelled(request.method + " " + kind);
     // A fresh copy per attempt: signing adds headers and, for SAS, query text.
     HttpRequest copy = request;
     if (sign) sign(copy);
@@ -253,6 +257,7 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
       if (!IsRetryableHttpStatus(last->status)) return last;
       retry_after = RetryAfter(*last);
     } else {
+      if (last.status().Is(Code::kCancelled)) return last;
       g_requests.failed.Add();
       if (!IsRetryableFailure(last.status())) return last;
     }

@@ -61,6 +61,8 @@ struct HttpResponse {
 
 // One attempt: send the request, return the response or a transport failure
 // (kTransport, kTimeout). HTTP error statuses are not failures at this level.
+// An attempt made while this thread's CancelToken (storage/cancel.h) is
+// cancelled, or that becomes so, is aborted with kCancelled.
 class HttpTransport {
  public:
   virtual ~HttpTransport() = default;
@@ -100,11 +102,15 @@ using RequestSigner = std::function<void(HttpRequest&)>;
 // requests.retries, requests.failed (transport failures and timeouts),
 // requests.throttled (429 and 503), bytes.up (request bodies) and bytes.down
 // (response bodies).
+//
+// Cancellation (storage/cancel.h): nothing is sent, retried or slept for once
+// this thread's token is cancelled; the request fails with kCancelled.
 class RetryingHttpClient {
  public:
   using SleepFn = std::function<void(std::chrono::milliseconds)>;
   using RandomFn = std::function<double()>;
 
+  // The default sleep ends early when the request is cancelled.
   RetryingHttpClient(std::shared_ptr<HttpTransport> transport, RetryPolicy policy,
                      SleepFn sleep = {}, RandomFn random = {});
 

@@ -19,6 +19,7 @@ const char* CodeName(Code code) {
     case Code::kNotSupported: return "NotSupported";
     case Code::kReadOnly: return "ReadOnly";
     case Code::kInternal: return "Internal";
+    case Code::kCancelled: return "Cancelled";
     case Code::kNotEmpty: return "NotEmpty";
     case Code::kNotADirectory: return "NotADirectory";
     case Code::kIsADirectory: return "IsADirectory";

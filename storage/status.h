@@ -28,6 +28,7 @@ enum class Code {
   kNotSupported,
   kReadOnly,            // write on a read-only mount or read-only credentials
   kInternal,            // 500 after retries, or a bug
+  kCancelled,           // the caller gave up: outcome unknown (storage/cancel.h)
   // File-system outcomes decided above storage/ (each maps to one errno).
   kNotEmpty,            // ENOTEMPTY
   kNotADirectory,       // ENOTDIR
