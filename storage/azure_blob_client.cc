@@ -133,7 +133,7 @@ class AzureBlobClient final : public BlobStore {
       : account_(std::move(account)),
         http_(options.transport ? options.transport
                                 : std::shared_ptr<HttpTransport>(MakeCurlTransport()),
-              options.retry),
+              options.retry, {}, {}, MakeBreaker(options.breaker)),
         signer_(MakeSigner(account_, Service::kBlob, options.now ? options.now : HttpDateNow)),
         container_sas_(!account_.HasKey() && ParseSas(account_.sas_token).resource == "c") {}
 

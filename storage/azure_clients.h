@@ -16,6 +16,7 @@ inline constexpr const char* kTableApiVersion = "2019-02-02";
 
 struct ClientOptions {
   RetryPolicy retry;
+  BreakerPolicy breaker;                     // each client (one endpoint) gets its own when enabled
   std::shared_ptr<HttpTransport> transport;  // default: MakeCurlTransport()
   HttpDateFn now;                            // default: HttpDateNow
 };

@@ -2,9 +2,6 @@
 // (AZURE-PROTOCOL.md §4-§6). Signing and retries come from auth.h / http.h.
 #include <algorithm>
 #include <cctype>
-#include <chrono>
-#include <random>
-#include <thread>
 
 #include "storage/auth.h"
 #include "storage/azure_clients.h"
@@ -61,9 +58,7 @@ class AzureTableClient : public TableStore {
  public:
   AzureTableClient(const StorageAccount& account, ClientOptions options)
       : endpoint_(account.table_endpoint),
-        http_(Transport(options), options.retry),
-        batch_http_(Transport(options), SingleAttempt(options.retry)),
-        policy_(options.retry),
+        http_(Transport(options), options.retry, {}, {}, MakeBreaker(options.breaker)),
         sign_(MakeSigner(account, Service::kTable, options.now ? options.now : HttpDateNow)),
         table_sas_(!account.HasKey() && !account.table_sas_token.empty()) {}
 
@@ -88,10 +83,6 @@ class AzureTableClient : public TableStore {
     if (!options.transport) options.transport = MakeCurlTransport();
     return options.transport;
   }
-  static RetryPolicy SingleAttempt(RetryPolicy policy) {
-    policy.max_attempts = 1;
-    return policy;
-  }
 
   // A request to endpoint + "/" + path with the headers every Table call carries.
   HttpRequest NewRequest(const std::string& method, const std::string& path) const {
@@ -111,12 +102,9 @@ class AzureTableClient : public TableStore {
   Result<HttpResponse> Send(HttpRequest request) {
     return http_.Execute(std::move(request), sign_);
   }
-  Result<HttpResponse> SendBatch(const HttpRequest& request);
 
   std::string endpoint_;
   RetryingHttpClient http_;
-  RetryingHttpClient batch_http_;  // one attempt per call; SendBatch decides on resends
-  RetryPolicy policy_;
   RequestSigner sign_;
   bool table_sas_;  // a table's own SAS: no table-level operations
 };
@@ -250,29 +238,6 @@ Result<QueryPage> AzureTableClient::QueryPage(const std::string& table, const Qu
   return page;
 }
 
-// A batch is resent only when the service certainly did not run it: 429/503
-// (throttled before execution) or a connection failure (kTransport). A timeout
-// (kTimeout) or a 5xx after execution may have applied it, so it is returned
-// as is and ExecuteInBatches resends the halves: a transaction that did apply
-// then fails on replay (inserts 409, If-Match 412, deletes 404) instead of
-// applying twice. A kTransport after delivery is reported the same way.
-Result<HttpResponse> AzureTableClient::SendBatch(const HttpRequest& request) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
-  const auto deadline = std::chrono::steady_clock::now() + policy_.total_deadline;
-  for (int attempt = 1;; ++attempt) {
-    auto response = batch_http_.Execute(request, sign_);
-    const bool refused = response.ok() ? response->status == 429 || response->status == 503
-                                       : response.status().Is(Code::kTransport);
-    const auto delay = BackoffDelay(policy_, attempt, unit(rng));
-    if (!refused || attempt >= policy_.max_attempts ||
-        std::chrono::steady_clock::now() + delay + policy_.attempt_timeout > deadline) {
-      return response;
-    }
-    std::this_thread::sleep_for(delay);
-  }
-}
-
 Result<BatchResult> AzureTableClient::ExecuteBatch(const std::string& table,
                                                    const std::vector<TableOperation>& operations,
                                                    BatchError* error) {
@@ -297,7 +262,13 @@ Result<BatchResult> AzureTableClient::ExecuteBatch(const std::string& table,
   HttpRequest request = NewRequest("POST", "$batch");
   request.SetHeader("Content-Type", body->content_type);
   request.body = HttpBody::FromString(std::move(body->body));
-  auto response = SendBatch(request);
+  // Resent only when the service certainly did not run it: 429/503 (throttled
+  // before execution) or a connection failure (kTransport). A timeout or a
+  // 5xx after execution may have applied it, so it is returned as is and
+  // ExecuteInBatches resends the halves: a transaction that did apply then
+  // fails on replay (inserts 409, If-Match 412, deletes 404) instead of
+  // applying twice. A kTransport after delivery is reported the same way.
+  auto response = http_.Execute(std::move(request), sign_, Resend::kOnlyUnsent);
   if (!response.ok()) return fail(response.status().WithContext(what), -1);
   BatchError local;
   auto result = ParseBatchResponse(*response, operations.size(), &local);

@@ -47,6 +47,23 @@ bool IsRetryableFailure(const Status& status) {
   return status.Is(Code::kTransport) || status.Is(Code::kTimeout);
 }
 
+bool ShouldResend(const Result<HttpResponse>& outcome, Resend resend) {
+  if (resend == Resend::kOnlyUnsent) {
+    return outcome.ok() ? outcome->status == 429 || outcome->status == 503
+                        : outcome.status().Is(Code::kTransport);
+  }
+  return outcome.ok() ? IsRetryableHttpStatus(outcome->status)
+                      : IsRetryableFailure(outcome.status());
+}
+
+// scheme://host[:port]/ of a URL: what a breaker's probe asks for.
+std::string EndpointRoot(const std::string& url) {
+  size_t scheme = url.find("://");
+  size_t host = scheme == std::string::npos ? 0 : scheme + 3;
+  size_t end = url.find_first_of("/?#", host);
+  return url.substr(0, end) + "/";
+}
+
 // Index into kRequestKinds.
 constexpr const char* kRequestKinds[] = {
     "blob.get",        "blob.head",    "blob.list",         "blob.put",
@@ -70,6 +87,8 @@ struct RequestCounters {
   Counter retries{"requests.retries"};
   Counter failed{"requests.failed"};
   Counter throttled{"requests.throttled"};
+  Counter failed_fast{"requests.failed_fast"};
+  Counter probes{"requests.probes"};
   Counter bytes_up{"bytes.up"};
   Counter bytes_down{"bytes.down"};
   std::vector<std::unique_ptr<Counter>> by_kind;
@@ -206,17 +225,43 @@ std::chrono::milliseconds BackoffDelay(const RetryPolicy& policy, int attempt, d
 }
 
 RetryingHttpClient::RetryingHttpClient(std::shared_ptr<HttpTransport> transport, RetryPolicy policy,
-                                       SleepFn sleep, RandomFn random)
+                                       SleepFn sleep, RandomFn random,
+                                       std::shared_ptr<CircuitBreaker> breaker)
     : transport_(std::move(transport)),
       policy_(policy),
       sleep_(std::move(sleep)),
-      random_(std::move(random)) {
+      random_(std::move(random)),
+      breaker_(std::move(breaker)) {
   if (!sleep_) sleep_ = [](std::chrono::milliseconds d) { SleepUnlessCancelled(d); };
   if (!random_) random_ = DefaultRandom;
   policy_.max_attempts = std::max(policy_.max_attempts, 1);
 }
 
-Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const RequestSigner& sign) {
+Status RetryingHttpClient::PassBreaker(const HttpRequest& request, const char* kind) {
+  const std::string what = request.method + " " + kind;
+  switch (breaker_->Enter()) {
+    case CircuitBreaker::Gate::kPass:
+      return Status::Ok();
+    case CircuitBreaker::Gate::kFailFast:
+      g_requests.failed_fast.Add();
+      return breaker_->FailFast(what);
+    case CircuitBreaker::Gate::kProbe:
+      break;
+  }
+  HttpRequest probe;
+  probe.method = "GET";
+  probe.url = EndpointRoot(request.url);
+  g_requests.probes.Add();
+  Result<HttpResponse> answer = transport_->Send(probe, breaker_->policy().probe_timeout);
+  breaker_->Probed(answer.ok());
+  if (answer.ok()) return Status::Ok();
+  if (answer.status().Is(Code::kCancelled)) return answer.status();
+  g_requests.failed_fast.Add();
+  return breaker_->FailFast(what);
+}
+
+Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const RequestSigner& sign,
+                                                 Resend resend) {
   using std::chrono::milliseconds;
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + policy_.total_deadline;
@@ -227,6 +272,7 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
   // Counted before signing, so a SAS query never affects the kind.
   const char* kind = RequestKind(request);
   if (CurrentlyCancelled()) return Cancelled(request.method + " " + kind + ": not sent");
+  if (breaker_) STAMPFS_RETURN_IF_ERROR(PassBreaker(request, kind));
   Counter& kind_counter = *g_requests.by_kind[KindIndex(kind)];
   if (request.sink) {
     request.sink = [inner = std::move(request.sink)](uint64_t at, const char* data, size_t len) {
@@ -237,10 +283,14 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
 
   Result<HttpResponse> last =
       Status(Code::kTimeout, request.method + " request: total deadline passed before sending");
+  bool sent = false;
   for (int attempt = 1; attempt <= policy_.max_attempts; ++attempt) {
     milliseconds left = remaining();
     if (left <= milliseconds(0)) break;
     if (CurrentlyCancelled()) return Cancelled(request.method + " " + kind);
+    // The breaker opened while this request waited to retry: the service is
+    // away, another request found out already.
+    if (attempt > 1 && breaker_ && breaker_->open()) break;
     // A fresh copy per attempt: signing adds headers and, for SAS, query text.
     HttpRequest copy = request;
     if (sign) sign(copy);
@@ -248,18 +298,20 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
     kind_counter.Add();
     g_requests.bytes_up.Add(copy.body.size);
     if (attempt > 1) g_requests.retries.Add();
+    sent = true;
     last = transport_->Send(copy, std::min(policy_.attempt_timeout, left));
 
     milliseconds retry_after(-1);
     if (last.ok()) {
+      if (breaker_) breaker_->Answered();
       g_requests.bytes_down.Add(last->body.size());
       if (last->status == 429 || last->status == 503) g_requests.throttled.Add();
-      if (!IsRetryableHttpStatus(last->status)) return last;
+      if (!ShouldResend(last, resend)) return last;
       retry_after = RetryAfter(*last);
     } else {
       if (last.status().Is(Code::kCancelled)) return last;
       g_requests.failed.Add();
-      if (!IsRetryableFailure(last.status())) return last;
+      if (!ShouldResend(last, resend)) break;
     }
     if (attempt == policy_.max_attempts) break;
 
@@ -268,6 +320,9 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
     // Sleeping past the deadline would only end in a timeout: stop now.
     if (delay >= remaining()) break;
     if (delay > milliseconds(0)) sleep_(delay);
+  }
+  if (breaker_ && sent && !last.ok() && IsRetryableFailure(last.status())) {
+    breaker_->Unreachable(last.status());
   }
   return last;
 }

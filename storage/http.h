@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "storage/circuit_breaker.h"
 #include "storage/status.h"
 
 namespace stampfs {
@@ -97,11 +98,18 @@ const char* RequestKind(const HttpRequest& request);
 // Called before each attempt to (re)sign the request: adds x-ms-date and Authorization.
 using RequestSigner = std::function<void(HttpRequest&)>;
 
+// Which outcomes of an attempt are worth sending the request again for.
+enum class Resend {
+  kRetryable,   // retryable statuses, transport failures and timeouts
+  kOnlyUnsent,  // only when the service certainly did not run it: 429, 503, kTransport
+};
+
 // Retries over a transport. Sleep and randomness are injectable for tests.
 // Every attempt is counted (storage/stats.h): requests.total, requests.<kind>,
 // requests.retries, requests.failed (transport failures and timeouts),
 // requests.throttled (429 and 503), bytes.up (request bodies) and bytes.down
-// (response bodies).
+// (response bodies); with a breaker also requests.failed_fast (not sent: the
+// breaker is open) and requests.probes.
 //
 // Cancellation (storage/cancel.h): nothing is sent, retried or slept for once
 // this thread's token is cancelled; the request fails with kCancelled.
@@ -110,22 +118,29 @@ class RetryingHttpClient {
   using SleepFn = std::function<void(std::chrono::milliseconds)>;
   using RandomFn = std::function<double()>;
 
-  // The default sleep ends early when the request is cancelled.
+  // `breaker` (may be null: none) may be shared by several clients of one
+  // endpoint. The default sleep ends early when the request is cancelled.
   RetryingHttpClient(std::shared_ptr<HttpTransport> transport, RetryPolicy policy,
-                     SleepFn sleep = {}, RandomFn random = {});
+                     SleepFn sleep = {}, RandomFn random = {},
+                     std::shared_ptr<CircuitBreaker> breaker = nullptr);
 
-  // Sends `request` (signing each attempt), retrying transport errors and
-  // retryable statuses. Returns the final response, whatever its status, or the
+  // Sends `request` (signing each attempt), sending it again for the outcomes
+  // `resend` names. Returns the final response, whatever its status, or the
   // last transport failure once attempts or the total deadline ran out.
-  Result<HttpResponse> Execute(HttpRequest request, const RequestSigner& sign);
+  Result<HttpResponse> Execute(HttpRequest request, const RequestSigner& sign,
+                               Resend resend = Resend::kRetryable);
 
   const RetryPolicy& policy() const { return policy_; }
 
  private:
+  // OK to send; else why not (failed fast, or cancelled during the probe).
+  Status PassBreaker(const HttpRequest& request, const char* kind);
+
   std::shared_ptr<HttpTransport> transport_;
   RetryPolicy policy_;
   SleepFn sleep_;
   RandomFn random_;
+  std::shared_ptr<CircuitBreaker> breaker_;
 };
 
 // Percent-encoding per RFC 3986: every byte but A-Z a-z 0-9 - . _ ~ (and '/'
