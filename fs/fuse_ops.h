@@ -3,7 +3,7 @@
 // logic lives here.
 #pragma once
 
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
 #include "fs/file_data.h"

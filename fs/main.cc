@@ -40,6 +40,10 @@
 namespace stampfs {
 namespace {
 
+// Threads libfuse may run operations on (fs/interrupts.h: calls waiting on
+// the service each hold one, and one must be left to read interrupts).
+constexpr unsigned kMaxFuseThreads = 64;
+
 constexpr const char* kUsage =
     "usage: stampfs mount [options] CONTAINER MOUNTPOINT\n"
     "       stampfs unmount MOUNTPOINT\n"
@@ -164,12 +168,16 @@ int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns,
         auto control = ControlSocket::Listen(control_path);
         if (!control.ok()) LogWarning("stampfs stat will not work: " + control.status().message());
         if (o.discover > 0 && !o.read_only) ns.StartDiscovery(o.discover);
-        fuse_loop_config cfg{};
-        cfg.clone_fd = 0;
-        cfg.max_idle_threads = 16;
+        fuse_loop_config* cfg = fuse_loop_cfg_create();
+        fuse_loop_cfg_set_clone_fd(cfg, 0);
+        fuse_loop_cfg_set_idle_threads(cfg, 16);
+        // libfuse's default of 10 threads: 10 calls waiting on the service
+        // would leave none to read the kernel's interrupts (fs/interrupts.h).
+        fuse_loop_cfg_set_max_threads(cfg, kMaxFuseThreads);
         // A signal (SIGTERM, SIGINT, SIGHUP) ends the loop with its number:
         // an orderly stop.
-        int loop = fuse_session_loop_mt(se, &cfg);
+        int loop = fuse_session_loop_mt(se, cfg);
+        fuse_loop_cfg_destroy(cfg);
         rc = loop == 0 || loop == SIGTERM || loop == SIGINT || loop == SIGHUP ? 0 : 1;
         if (loop > 0) LogInfo("signal " + std::to_string(loop) + ": unmounting");
       }

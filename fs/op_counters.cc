@@ -4,6 +4,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "fs/interrupts.h"
 #include "storage/stats.h"
 
 namespace stampfs {
@@ -35,12 +36,14 @@ RequestTarget TargetOf(const Args&... args) {
 template <auto Member, bool Named, typename Fn>
 struct Counted;
 
-// One wrapper per operation member: counts, then calls the wrapped table.
+// One wrapper per operation member: counts, then calls the wrapped table
+// with the request's interrupt wired to its storage calls.
 template <auto Member, bool Named, typename... Args>
 struct Counted<Member, Named, void (*)(fuse_req_t, Args...)> {
   static inline Counter* counter = nullptr;
   static void Call(fuse_req_t req, Args... args) {
     counter->Add();
+    InterruptScope interruptible(req);
     t_target = TargetOf<Named>(args...);
     (g_inner->*Member)(req, args...);
     t_target = {};

@@ -3,7 +3,8 @@
 // counter and calls the wrapped operation, so fs/fuse_ops.cc stays unaware.
 // Failed replies are counted by errno ("errors.total", "errors.eio", ...).
 // The wrappers also remember, per thread, the inode and name the running
-// operation is about, so error logs can name them.
+// operation is about, so error logs can name them, and let a FUSE interrupt
+// of the request cancel its storage calls (fs/interrupts.h).
 #pragma once
 
 #include <string>
