@@ -66,9 +66,7 @@ Result<Clients> Connect(const AdminArgs& a) {
   }
   auto account = ParseConnectionString(text);
   STAMPFS_RETURN_IF_ERROR(account);
-  ClientOptions client;
-  client.retry.attempt_timeout = std::chrono::seconds(20);
-  client.retry.total_deadline = std::chrono::seconds(45);
+  ClientOptions client = CommandClientOptions();
   return Clients{MakeAzureBlobClient(*account, client), MakeAzureTableClient(*account, client),
                  account->Describe()};
 }
@@ -142,6 +140,14 @@ std::string ImportSummary(const std::string& container, const ImportReport& r) {
 }
 
 }  // namespace
+
+ClientOptions CommandClientOptions() {
+  ClientOptions client;
+  client.retry.attempt_timeout = std::chrono::seconds(20);
+  client.retry.total_deadline = std::chrono::seconds(45);
+  client.breaker.enabled = true;
+  return client;
+}
 
 std::string AdminUsage() {
   return "usage: stampfs import CONTAINER [--refresh] [--table NAME] "

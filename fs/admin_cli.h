@@ -19,11 +19,17 @@
 #include <string>
 #include <vector>
 
+#include "storage/azure_clients.h"
 #include "storage/blob_store.h"
 #include "storage/status.h"
 #include "storage/table_store.h"
 
 namespace stampfs {
+
+// The request policy of the stampfs commands (mount, import, fsck): 20 s an
+// attempt, 45 s a request with its retries, and a breaker per endpoint that
+// fails requests fast while the service is away (storage/circuit_breaker.h).
+ClientOptions CommandClientOptions();
 
 int ImportCommand(const std::vector<std::string>& args);
 int FsckCommand(const std::vector<std::string>& args);

@@ -238,9 +238,7 @@ int Mount(const std::vector<std::string>& args) {
   auto lock = LockCacheDir(o.cache_dir);
   if (!lock.ok()) return Fail(lock.status().message());
 
-  ClientOptions client;
-  client.retry.attempt_timeout = std::chrono::seconds(20);
-  client.retry.total_deadline = std::chrono::seconds(45);
+  ClientOptions client = CommandClientOptions();
   auto blobs = MakeAzureBlobClient(*account, client);
   auto table = MakeAzureTableClient(*account, client);
   auto cache = MetaCache::Open(o.cache_dir + "/meta.db");
