@@ -2,13 +2,19 @@
 # The backend goes away and comes back, with no remount: an Azurite of this
 # script's own (ports 31000-31002, data on disk, so a restart keeps it) is
 # stopped under a mount. Operations fail with EIO after the request deadline
-# and retries (no hang; a process waiting in the file system can be killed);
-# data written and not committed stays in the dirty journal; once Azurite is
-# back the same mount works and commits it. Then Azurite is frozen
-# (SIGSTOP): calls fail with EIO after the 45 s request deadline, and after
-# SIGCONT the mount works. (Not checked: a process killed while its call
-# waits lingers until the daemon answers; FUSE interrupts are not handled.)
-# About 60 s (the failing calls run in parallel).
+# and retries (about a second: connections are refused), and once one call
+# has failed that way the circuit breaker fails the next ones at once; data
+# written and not committed stays in the dirty journal; once Azurite is back
+# the same mount works and commits it. Then Azurite is frozen (SIGSTOP:
+# connections accepted, never answered): processes blocked in calls in one
+# directory (stat, ls, cat, create) are SIGKILLed and must be gone within
+# seconds (the FUSE interrupt aborts their requests), not after the 45 s
+# deadline; calls that are not interrupted fail with EIO after the deadline,
+# the next ones at once; after SIGCONT the mount works. Last, Azurite is
+# stopped while `mv` of a directory of 200 files copies their blobs and is
+# restarted: after a remount (which rolls the rename forward) the tree is
+# wholly at one name with every file intact, and fsck finds it clean.
+# About 2 minutes.
 #
 #   bash tests/e2e/outage.sh BUILD_DIR
 #   OUTAGE_PORT_BASE=N (default 31000): blob N, queue N+1, table N+2
@@ -64,21 +70,24 @@ run "the writer wrote (not committed: the file stays open)" \
 
 section "Azurite stopped"
 run "stop Azurite" azurite stop
-t0=$SECONDS
+ms_now() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+ms_since() { echo $(($(ms_now) - $1)); }
 # The failing calls run in parallel, each timed.
 timed() {  # timed NAME CMD...: stderr and the time taken to $E2E_TMP/NAME.txt
-  local name=$1 start=$SECONDS
+  local name=$1 start
+  start=$(ms_now)
   shift
   "$@" >/dev/null 2>"$E2E_TMP/$name.err"
-  echo "status $? after $((SECONDS - start))s: $(tail -1 "$E2E_TMP/$name.err")" >"$E2E_TMP/$name.txt"
+  echo "status $? after $(ms_since "$start") ms: $(tail -1 "$E2E_TMP/$name.err")" >"$E2E_TMP/$name.txt"
 }
+t0=$(ms_now)
 timed lookup stat "$M/never-seen" &
 p1=$!
 timed mkdir mkdir "$M/newdir" &
 p2=$!
 touch "$E2E_TMP/go.1"
 wait "$p1" "$p2"  # (not inside check: a subshell cannot wait for them)
-echo "  (the failing calls returned after $((SECONDS - t0))s)"
+echo "  (the failing calls returned after $(ms_since "$t0") ms)"
 check "a lookup fails with EIO (not ENOENT: the name may exist)" grep -q "Input/output error" "$E2E_TMP/lookup.txt"
 cat "$E2E_TMP/lookup.txt" | sed 's/^/  lookup: /'
 check "mkdir fails with EIO" grep -q "Input/output error" "$E2E_TMP/mkdir.txt"
@@ -88,10 +97,37 @@ E2E_TIMEOUT=150 check "fsync of the written file fails with EIO" \
 sed 's/^/  writer: /' "$E2E_TMP/result.1"
 check "the data is still in the dirty journal" \
   eval "sqlite3 '$E2E_CACHE'/blocks/*/index.db 'select count(*) from blocks where state >= 2' | grep -qv '^0$'"
+# fail_fast N TAG: N lookups of new names one after another, each must fail
+# with EIO; prints the milliseconds they took in all.
+fail_fast() {
+  local start i out
+  start=$(ms_now)
+  for i in $(seq "$1"); do
+    out=$(stat "$M/$2-$i" 2>&1)
+    [[ $out == *"Input/output error"* ]] || { echo "call $i: ${out:-succeeded}"; return 1; }
+  done
+  ms_since "$start"
+}
+sleep $((E2E_ATTR_TIMEOUT + 1))  # cached listings need revalidation from now on
+check "with the circuit open, 10 more lookups fail with EIO at once (a second each before it)" \
+  eval "took=\$(fail_fast 10 stopped); echo \"\$took ms\"; [[ \$took =~ ^[0-9]+\$ ]] && ((took < 3000))"
+sed 's/^/  10 lookups: /' "$E2E_TMP/.out"
+
+# works_within SECONDS CMD...: CMD succeeds within SECONDS (tried every 0.1 s).
+works_within() {
+  local end=$(($(ms_now) + $1 * 1000))
+  shift
+  until "$@"; do
+    (($(ms_now) < end)) || return 1
+    sleep 0.1
+  done
+}
 
 section "Azurite back: the same mount works again"
 run "start Azurite (same data directory)" azurite start
-check "a new directory" mkdir "$M/newdir"
+t0=$(ms_now)
+check "a new directory, within 2 s" works_within 2 mkdir "$M/newdir"
+echo "  (mkdir succeeded $(ms_since "$t0") ms after Azurite answered)"
 check "the file committed before the outage reads whole" cmp "$E2E_TMP/before" "$M/before"
 touch "$E2E_TMP/go.2"
 E2E_TIMEOUT=90 check "the next fsync commits the journaled data" \
@@ -108,24 +144,118 @@ check "ls of the root" eval "ls '$M' | sort | tr '\n' ' ' | grep -qx 'before dir
 
 section "Azurite frozen (SIGSTOP: connections accepted, never answered)"
 AZ_PID=$(cat "$AZURITE_DIR/azurite.pid")
+D=$M/kd
+run "a directory with three files" \
+  eval "mkdir '$D' && for i in 0 1 2; do head -c 100000 /dev/urandom >'$D/f'\$i; done"
 sleep $((E2E_ATTR_TIMEOUT + 1))  # cached listings need revalidation from now on
 run "freeze Azurite" kill -STOP "$AZ_PID"
-t0=$SECONDS
+# Twelve processes (more than libfuse's default of 10 worker threads) call
+# into $D in a loop until they are killed: each is blocked in one call.
+cat >"$E2E_TMP/caller.py" <<'PYEOF'
+import itertools, os, sys
+mode, d = sys.argv[1:3]
+for i in itertools.count():
+    name = os.path.join(d, "%s-%d-%d" % (mode, os.getpid(), i))
+    try:
+        if mode == "stat":
+            os.stat(name)
+        elif mode == "ls":
+            os.listdir(d)
+        elif mode == "cat":
+            with open(os.path.join(d, "f%d" % (i % 3)), "rb") as f:
+                f.read()
+        else:
+            os.close(os.open(name, os.O_CREAT | os.O_WRONLY, 0o644))
+    except OSError:
+        pass
+PYEOF
+KIDS=()
+for mode in stat ls cat create stat ls cat create stat ls cat create; do
+  "$PY" "$E2E_TMP/caller.py" "$mode" "$D" </dev/null >/dev/null 2>&1 &
+  KIDS+=($!)
+  disown  # no "Killed" job report
+done
+sleep 2
+# gone PID: exited (a zombie until reaped counts as gone).
+gone() { [[ ! -e /proc/$1/stat ]] || [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) == Z ]]; }
+states=""
+for pid in "${KIDS[@]}"; do states+="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) "; done
+echo "  (states of the 12 processes before the kill: $states)"
+t0=$(ms_now)
+kill -KILL "${KIDS[@]}" 2>/dev/null
+left=${#KIDS[@]}
+while ((left > 0 && $(ms_now) - t0 < 120000)); do
+  left=0
+  for pid in "${KIDS[@]}"; do gone "$pid" || left=$((left + 1)); done
+  ((left > 0)) && sleep 0.05
+done
+took=$(ms_since "$t0")
+check "12 processes SIGKILLed while blocked in one directory are gone within 5 s, not after the 45 s deadline (${took} ms, $left left)" \
+  eval "((left == 0 && took <= 5000))"
+t0=$(ms_now)
 timed lookup2 stat "$M/frozen-unknown" &
 p1=$!
 timed mkdir2 mkdir "$M/frozen-dir" &
 p2=$!
 wait "$p1" "$p2"  # (not inside check: a subshell cannot wait for them)
-took=$((SECONDS - t0))
-check "calls return after the request deadline (45 s), not never (${took}s)" \
-  eval "(($took >= 20 && $took <= 75))"
+took=$(ms_since "$t0")
+check "calls not interrupted return after the request deadline (45 s), not never (${took} ms)" \
+  eval "((took >= 20000 && took <= 75000))"
 check "a lookup fails with EIO" grep -q "Input/output error" "$E2E_TMP/lookup2.txt"
 sed 's/^/  lookup: /' "$E2E_TMP/lookup2.txt"
 check "mkdir fails with EIO" grep -q "Input/output error" "$E2E_TMP/mkdir2.txt"
 sed 's/^/  mkdir: /' "$E2E_TMP/mkdir2.txt"
+check "then, with the circuit open, 10 lookups fail with EIO within seconds (45 s each before it)" \
+  eval "took=\$(fail_fast 10 frozen); echo \"\$took ms\"; [[ \$took =~ ^[0-9]+\$ ]] && ((took < 10000))"
+sed 's/^/  10 lookups: /' "$E2E_TMP/.out"
 run "thaw Azurite" kill -CONT "$AZ_PID"
-check "the same mount works again: lookup" eval "! stat '$M/frozen-unknown' 2>&1 | grep -q 'Input/output'"
-check "mkdir" mkdir "$M/frozen-dir"
+t0=$(ms_now)
+check "the same mount works again within 2 s: mkdir" works_within 2 mkdir "$M/frozen-dir"
+echo "  (mkdir succeeded $(ms_since "$t0") ms after the thaw)"
+check "a lookup" eval "! stat '$M/frozen-unknown' 2>&1 | grep -q 'Input/output'"
 check "and a write" eval "echo after >'$M/frozen-dir/f' && [[ \$(cat '$M/frozen-dir/f') == after ]]"
+
+section "Azurite stopped mid-copy and restarted"
+# A directory rename copies every file's blob (one server-side copy each):
+# Azurite is stopped while the copies run, then started again. The rename
+# fails with EIO or finishes; after a remount (its start rolls unfinished
+# renames forward) the tree is wholly at one name, every file intact.
+N=300
+run "$N files in a directory" eval "mkdir '$E2E_TMP/src' && cd '$E2E_TMP/src' &&
+  for i in \$(seq $N); do head -c \$((1000 + i * 13)) /dev/urandom >f\$i; done &&
+  sha256sum f* >'$E2E_TMP/tree.sums' && cp -r '$E2E_TMP/src' '$M/tree'"
+mv -T "$M/tree" "$M/tree2" 2>"$E2E_TMP/mv.err" &
+MV=$!
+copies() { "$E2E_INSPECT" blobs "$E2E_CONTAINER" 2>/dev/null | grep -c '^tree2/'; }
+for _ in $(seq 600); do
+  n=$(copies)
+  ((n > 0)) && break
+  kill -0 "$MV" 2>/dev/null || break
+  sleep 0.05
+done
+run "stop Azurite while the rename copies blobs" azurite stop
+echo "  (blobs copied when the stop began: ${n:-0} of $N)"
+wait "$MV"
+mv_rc=$?
+echo "  (mv: status $mv_rc $(tail -1 "$E2E_TMP/mv.err"))"
+check "mv finished or failed with EIO" \
+  eval "[[ $mv_rc == 0 ]] || grep -q 'Input/output error' '$E2E_TMP/mv.err'"
+run "start Azurite (same data directory)" azurite start
+check "the mount works again" works_within 2 ls "$M"
+e2e_remount keep
+# one_place: the tree is wholly at one name, nothing at the other.
+one_place() {
+  local at
+  if [[ -e $M/tree2 ]]; then at=tree2; else at=tree; fi
+  echo "at $at"
+  [[ $at == tree || ! -e $M/tree ]] || { echo "both names exist"; return 1; }
+  [[ $(ls "$M/$at" | wc -l) == "$N" ]] || { echo "$(ls "$M/$at" | wc -l) files, not $N"; return 1; }
+  (cd "$M/$at" && sha256sum --quiet -c "$E2E_TMP/tree.sums")
+}
+check "after the remount the tree is wholly at one name, every file intact (by content hash)" one_place
+sed 's/^/  /' "$E2E_TMP/.out"
+e2e_unmount
+E2E_TIMEOUT=300 check "fsck: clean" eval "'$E2E_STAMPFS' fsck '$E2E_CONTAINER' >'$E2E_TMP/fsck.out' 2>&1"
+sed 's/^/  fsck: /' "$E2E_TMP/fsck.out"
 
 e2e_finish
