@@ -31,6 +31,7 @@
 #include "fs/mount_options.h"
 #include "fs/namespace.h"
 #include "fs/op_counters.h"
+#include "fs/rename_view.h"
 #include "fs/stat_cli.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
@@ -252,7 +253,16 @@ int Mount(const std::vector<std::string>& args) {
   nso.force_uid = o.uid;
   nso.force_gid = o.gid;
   nso.umask = o.umask.value_or(0);
-  Namespace ns(*table, *blobs, cache->get(), nso);
+  // A read-only mount cannot finish renames a crashed mount left: it shows
+  // them finished (fs/rename_view.h), and logs each at start.
+  std::unique_ptr<TableStore> view;
+  if (o.read_only) {
+    RollForwardViewOptions vo;
+    vo.table = o.table;
+    vo.refresh_ms = std::max<int64_t>(1000, nso.ttl_ms);
+    view = MakeRollForwardView(*table, vo);
+  }
+  Namespace ns(view ? *view : *table, *blobs, cache->get(), nso);
   Status init = ns.Init();
   if (!init.ok()) {
     return Fail("cannot mount " + o.container + " from " + account->Describe() + ": " +

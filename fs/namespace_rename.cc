@@ -37,9 +37,6 @@ bool IsInside(const std::string& path, const std::string& dir) {
          (dir == "/" || path[dir.size()] == '/');
 }
 
-// The entry property naming the intent that claimed the entry for a rename.
-constexpr const char* kRenamingProperty = "renaming";
-
 const std::string& StringOr(const Entity& e, const char* name) {
   static const std::string kEmpty;
   const std::string* s = e.GetString(name);

@@ -20,6 +20,9 @@
 
 namespace stampfs {
 
+// The entry property naming the intent that claimed the entry for a rename.
+inline constexpr const char* kRenamingProperty = "renaming";
+
 struct RenameIntent {
   std::string id;
   std::string from;  // path of the source ("/a/x")

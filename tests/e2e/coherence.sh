@@ -343,6 +343,8 @@ crash_point_supported=true
 # crash_rename POINT SRC DST: renames SRC to DST (paths under $M) with the
 # daemon armed to die at POINT, then remounts; the outcome goes to
 # $E2E_TMP/crash.out (it changes the mount table: not run inside check).
+# For a directory (DST crash/dst/tree.*), a read-only mount in between
+# writes what it sees to $E2E_TMP/crash.ro.
 crash_rename() {
   local point=$1 src=$2 dst=$3 log
   e2e_unmount "$M"
@@ -359,6 +361,18 @@ crash_rename() {
     return
   fi
   detach_dead
+  # Before any read-write mount starts, a read-only one (it cannot roll the
+  # rename forward) shows the tree as the roll-forward will leave it.
+  rm -f "$E2E_TMP/crash.ro"
+  if [[ $dst == crash/dst/tree.* ]]; then
+    E2E_MOUNT_OPTS=ro mount_other "$M3"
+    {
+      (cd "$M3/crash" && find . | sort)
+      cat "$M3/$dst/one" "$M3/$dst/sub/two"
+      grep -c "read-only mount: unfinished rename /$src -> /$dst (directory" "${E2E_LOG[$M3]}"
+    } >"$E2E_TMP/crash.ro" 2>&1
+    e2e_unmount "$M3"
+  fi
   e2e_mount "$M"
   if grep -q "rolled forward the unfinished rename" "${E2E_LOG[$M]}"; then
     echo "rolled forward" >"$E2E_TMP/crash.out"
@@ -394,6 +408,12 @@ if $crash_point_supported; then
       "$(printf 'one %s\ntwo %s\ngone' "$point" "$point")" \
       eval "cat '$M/crash/dst/tree.$point/one' '$M/crash/dst/tree.$point/sub/two' &&
             { [[ -e '$M/crash/tree.$point' ]] && echo there || echo gone; }"
+    check "… before it, a read-only mount showed it renamed (whole at the new name, nothing at the old) and logged it" \
+      eval "grep -qx './dst/tree.$point/sub/two' '$E2E_TMP/crash.ro' &&
+            grep -qx './dst/tree.$point/sub/deeper' '$E2E_TMP/crash.ro' &&
+            grep -qx 'two $point' '$E2E_TMP/crash.ro' && grep -qx 'one $point' '$E2E_TMP/crash.ro' &&
+            ! grep -q '^./tree.$point' '$E2E_TMP/crash.ro' && [[ \$(tail -1 '$E2E_TMP/crash.ro') == 1 ]] ||
+            { cat '$E2E_TMP/crash.ro'; exit 1; }"
   done
   check "the other mount sees the renamed trees" \
     eval "sleep $((E2E_ATTR_TIMEOUT + 1)); [[ \$(cat '$M2/crash/dst/tree.after_partition/sub/two') == 'two after_partition' ]] &&

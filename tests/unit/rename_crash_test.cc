@@ -21,15 +21,10 @@ class RenameCrashTest : public RenameFixture {
   int calls_ = 0;  // storage calls of an uninterrupted rename
 };
 
-struct Case {
-  const char* name;
-  std::string from, to;
-  bool replaces;
-};
-
 // Starting tree: /a/x, /a/d/{f1, sub/f2, sub/deep/, ln -> f1}, /b/y, /b/empty/.
 class RenameCrashTestP : public RenameCrashTest,
-                         public ::testing::WithParamInterface<std::tuple<Case, bool, bool>> {};
+                         public ::testing::WithParamInterface<std::tuple<RenameCase, bool, bool>> {
+};
 
 TEST_P(RenameCrashTestP, EveryCrashPointEndsFullyRenamedOrUntouched) {
   const auto& [c, after_call, by_fsck] = GetParam();
@@ -92,20 +87,14 @@ TEST_P(RenameCrashTestP, EveryCrashPointEndsFullyRenamedOrUntouched) {
             << " finished before it\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Renames, RenameCrashTestP,
-    ::testing::Combine(::testing::Values(Case{"FileAcrossDirectories", "/a/x", "/b/x", false},
-                                         Case{"FileOverAFile", "/a/x", "/b/y", true},
-                                         Case{"FileInPlace", "/a/x", "/a/x2", false},
-                                         Case{"Directory", "/a/d", "/b/d2", false},
-                                         Case{"DirectoryOverAnEmptyOne", "/a/d", "/b/empty", true},
-                                         Case{"DirectoryInPlace", "/a/d", "/a/e", false}),
-                       ::testing::Bool(), ::testing::Bool()),
-    [](const auto& info) {
-      return std::string(std::get<0>(info.param).name) +
-             (std::get<1>(info.param) ? "_ResponseLost" : "_Unsent") +
-             (std::get<2>(info.param) ? "_Fsck" : "_Remount");
-    });
+INSTANTIATE_TEST_SUITE_P(Renames, RenameCrashTestP,
+                         ::testing::Combine(::testing::ValuesIn(RenameCases()), ::testing::Bool(),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) +
+                                  (std::get<1>(info.param) ? "_ResponseLost" : "_Unsent") +
+                                  (std::get<2>(info.param) ? "_Fsck" : "_Remount");
+                         });
 
 }  // namespace
 }  // namespace stampfs
@@ -343,20 +332,7 @@ TEST_F(IntentOwnershipTest, AnotherHostsFreshIntentIsLeftToItUntilTheGraceEnds) 
     Dir(*m.ns, kRootIno, "b");
     File(*m.ns, a, "/a/f", "data");
   }
-  auto entry = table_->Get(kTable, PartitionKeyForDirectory("/a"), RowKeyForName("f"));
-  ASSERT_TRUE(entry.ok());
-  RenameIntent intent;
-  intent.created_ns = NowNs();
-  intent.id = NewIntentId(intent.created_ns);
-  intent.from = "/a/f";
-  intent.to = "/b/f";
-  intent.ino = static_cast<uint64_t>(entry->GetInt64("ino"));
-  intent.blob = *entry->GetString("blob");
-  intent.betag = *entry->GetString("betag");
-  intent.host = "another-host-" + intent.id;
-  intent.pid = 1;
-  intent.mount = "elsewhere";
-  ASSERT_TRUE(table_->Insert(kTable, IntentToEntity(intent)).ok());
+  WriteIntent("/a/f", "/b/f", NowNs());
 
   EXPECT_EQ(Snapshot().count("/a/f"), 1u) << "a live mount's intent was taken over";
   EXPECT_EQ(Intents(), 1u);
