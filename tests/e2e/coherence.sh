@@ -80,12 +80,12 @@ POPULATE=$E2E_BUILD_DIR/tests/stampfs_populate
 E2E_MOUNT_OPTS="discover=1" mount_other "$M3"
 check "a blob put by another tool appears in the listing and reads whole" \
   eval "'$POPULATE' put '$E2E_CONTAINER' foreign/new.txt 'from another tool' >/dev/null &&
-        within 8 \"[[ \\\$(cat '$M3/foreign/new.txt') == 'from another tool' ]]\""
+        within 20 \"[[ \\\$(cat '$M3/foreign/new.txt') == 'from another tool' ]]\""
 check "the other mount sees it too (no discover there: through the table)" \
   eval "within $((E2E_ATTR_TIMEOUT + 2)) \"[[ -f '$M/foreign/new.txt' ]]\""
 check "a blob deleted by another tool disappears" \
   eval "'$POPULATE' delete '$E2E_CONTAINER' foreign/new.txt >/dev/null &&
-        within 8 \"[[ ! -e '$M3/foreign/new.txt' ]]\""
+        within 20 \"[[ ! -e '$M3/foreign/new.txt' ]]\""
 e2e_unmount "$M3"
 
 # ---------------------------------------------------------------------------
