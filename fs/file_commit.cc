@@ -96,6 +96,7 @@ Status FileData::CommittedNew(const FilePtr& fp, Lock& lock, const std::string& 
   OpenFile& f = *fp;
   auto inserted = ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, "", f.layout.base());
   if (inserted.status().Is(Code::kAlreadyExists) || inserted.status().Is(Code::kNotFound)) {
+    ns_.AbandonPending(f.ino);  // the name is another's, or its directory gone
     blob_requests_++;
     blobs_.Delete(options_.container, f.blob, Condition::IfMatch(etag)).PermitUnchecked();
     if (inserted.status().Is(Code::kNotFound) && f.size == 0) {

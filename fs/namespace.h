@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -196,7 +197,8 @@ class Namespace {
   Result<Attr> CreateDeferred(uint64_t parent, const Located& loc, const Attr& attr);
   std::optional<Entity> PendingEntry(const std::string& pk, const std::string& rk);
   std::vector<Entity> PendingIn(const std::string& pk);
-  Result<Entity> InsertPendingLocked(uint64_t ino);  // REQUIRES: pending_mu_
+  Result<Entity> InsertPending(uint64_t ino, std::unique_lock<std::mutex>& lock);
+  void WaitNotInFlight(uint64_t ino, std::unique_lock<std::mutex>& lock);
   std::optional<Result<Entity>> ChangePending(uint64_t ino,
                                               const std::function<Status(Entity*)>& change,
                                               bool insert);
@@ -251,8 +253,10 @@ class Namespace {
   struct Pending {
     Entity entry;
     std::string dir_path;
+    bool in_flight = false;  // its insert is under way (InsertPending)
   };
-  std::mutex pending_mu_;                // before any stripe
+  std::mutex pending_mu_;  // after rename_mu_, before any stripe; no request held under it
+  std::condition_variable pending_cv_;   // an insert finished
   std::map<uint64_t, Pending> pending_;  // by inode  GUARDED_BY(pending_mu_)
   std::mutex lookups_mu_;
   std::unordered_map<std::string, DirectoryLookups> lookups_;  // GUARDED_BY(lookups_mu_)

@@ -302,6 +302,7 @@ Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns
     if (named != prev_etag && named != blob_etag) {
       const std::string* blob = entity->GetString("blob");
       auto props = blobs_.GetProperties(options_.container, blob ? *blob : std::string());
+      if (!props.ok() && !props.status().Is(Code::kNotFound)) return props.status();
       if (!props.ok() || props->etag != blob_etag) {
         superseded = *entity;
         return Status(Code::kPreconditionFailed, "a newer version was committed");

@@ -40,6 +40,11 @@ std::vector<Entity> Namespace::PendingIn(const std::string& pk) {
 }
 
 Result<Attr> Namespace::CreateDeferred(uint64_t parent, const Located& loc, const Attr& attr) {
+  // A rename running in this mount may be moving the directory: its pending
+  // entries were inserted when it began, so a create now goes to the table.
+  std::unique_lock<std::mutex> renaming(rename_mu_, std::try_to_lock);
+  if (!renaming.owns_lock())
+    return InsertEntry(parent, loc, NewEntry(loc.parent_path, loc.name, attr));
   Entity entry = NewEntry(loc.parent_path, loc.name, attr);
   // The kernel asked only after a negative lookup; a name this mount knows
   // (cached or pending) is taken. The table decides at the first commit.
@@ -53,32 +58,58 @@ Result<Attr> Namespace::CreateDeferred(uint64_t parent, const Located& loc, cons
   }
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
-    pending_[attr.ino] = {entry, loc.parent_path};
+    pending_[attr.ino] = {entry, loc.parent_path, false};
   }
   inodes_.Remember(attr.ino, parent, loc.name, false);
   return attr;
 }
 
-// REQUIRES: pending_mu_. Inserts the entry; on success it is no longer pending.
-Result<Entity> Namespace::InsertPendingLocked(uint64_t ino) {
+// Inserts a pending entry; on success it is no longer pending. The request
+// runs without pending_mu_ (lookups go on); the entry is marked in flight,
+// and changes, drops and other inserts of it wait for the outcome. A 409 on
+// our own row (an earlier insert whose answer was lost) counts as inserted.
+// A failure leaves the entry pending: the file's commit decides (a name
+// taken or a directory removed: conflict copy or ENOENT, AbandonPending).
+// REQUIRES: `lock` holds pending_mu_.
+Result<Entity> Namespace::InsertPending(uint64_t ino, std::unique_lock<std::mutex>& lock) {
+  WaitNotInFlight(ino, lock);
   auto it = pending_.find(ino);
   if (it == pending_.end()) return Status(Code::kNotFound, "inode is not pending");
+  it->second.in_flight = true;
   Entity entry = it->second.entry;
+  const std::string dir_path = it->second.dir_path;
   entry.etag.clear();
+  lock.unlock();
   BatchError err;
-  auto r = CommitInDirectory(it->second.dir_path, {TableOperation::Insert(entry)}, &err);
-  if (!r.ok()) {
-    // The name was taken by another mount, or the directory removed: this
-    // file lost its name (its data goes to a conflict copy at commit).
-    if (r.status().Is(Code::kAlreadyExists) || r.status().Is(Code::kNotFound)) {
-      pending_.erase(it);
-      inodes_.Detach(ino);
-    }
-    return r.status();
+  Result<Entity> out = Status(Code::kInternal, "insert not run");
+  auto r = CommitInDirectory(dir_path, {TableOperation::Insert(entry)}, &err);
+  if (r.ok()) {
+    entry.etag = r->etags[0];
+    out = entry;
+  } else if (r.status().Is(Code::kAlreadyExists)) {
+    table_requests++;
+    auto there = table_.Get(options_.table, entry.partition_key, entry.row_key);
+    const bool ours = there.ok() && there->GetInt64("ino") == static_cast<int64_t>(ino);
+    out = ours ? there : Result<Entity>(r.status());
+  } else {
+    out = r.status();
   }
-  entry.etag = r->etags[0];
-  pending_.erase(it);
-  return entry;
+  lock.lock();
+  it = pending_.find(ino);
+  if (it != pending_.end()) {
+    it->second.in_flight = false;
+    if (out.ok()) pending_.erase(it);
+  }
+  pending_cv_.notify_all();
+  return out;
+}
+
+// REQUIRES: `lock` holds pending_mu_.
+void Namespace::WaitNotInFlight(uint64_t ino, std::unique_lock<std::mutex>& lock) {
+  pending_cv_.wait(lock, [&] {
+    auto it = pending_.find(ino);
+    return it == pending_.end() || !it->second.in_flight;
+  });
 }
 
 // Applies `change` to a pending entry in memory; nullopt when `ino` is not
@@ -86,7 +117,8 @@ Result<Entity> Namespace::InsertPendingLocked(uint64_t ino) {
 std::optional<Result<Entity>> Namespace::ChangePending(uint64_t ino,
                                                        const std::function<Status(Entity*)>& change,
                                                        bool insert) {
-  std::lock_guard<std::mutex> lock(pending_mu_);
+  std::unique_lock<std::mutex> lock(pending_mu_);
+  WaitNotInFlight(ino, lock);
   auto it = pending_.find(ino);
   if (it == pending_.end()) return std::nullopt;
   Entity changed = it->second.entry;
@@ -94,37 +126,45 @@ std::optional<Result<Entity>> Namespace::ChangePending(uint64_t ino,
   if (!s.ok()) return Result<Entity>(s);
   it->second.entry = changed;
   if (!insert) return Result<Entity>(changed);
-  return InsertPendingLocked(ino);
+  return InsertPending(ino, lock);
 }
 
+// Unlink of a pending entry: it never reached the table, and no blob of it
+// is ours to delete (a blob at that name is another mount's).
 std::optional<FileState> Namespace::DropPending(const std::string& pk, const std::string& rk,
                                                 const std::string& path) {
-  std::lock_guard<std::mutex> lock(pending_mu_);
+  std::unique_lock<std::mutex> lock(pending_mu_);
   for (auto it = pending_.begin(); it != pending_.end(); ++it) {
     if (it->second.entry.partition_key != pk || it->second.entry.row_key != rk) continue;
-    auto state = FileStateOf(it->second.entry, path);
     const uint64_t ino = it->first;
+    WaitNotInFlight(ino, lock);
+    it = pending_.find(ino);
+    if (it == pending_.end()) return std::nullopt;  // inserted meanwhile
+    auto state = FileStateOf(it->second.entry, path);
     pending_.erase(it);
     inodes_.Detach(ino);
-    if (state.ok()) return *state;
-    return std::nullopt;
+    if (!state.ok()) return std::nullopt;
+    state->blob.clear();
+    return *state;
   }
   return std::nullopt;
 }
 
 void Namespace::AbandonPending(uint64_t ino) {
-  std::lock_guard<std::mutex> lock(pending_mu_);
+  std::unique_lock<std::mutex> lock(pending_mu_);
+  WaitNotInFlight(ino, lock);
   if (pending_.erase(ino) > 0) inodes_.Detach(ino);
 }
 
 // Inserts every pending entry (before a rename, which may move them or
 // their directory). A name lost meanwhile is left to the file's commit.
+// REQUIRES: rename_mu_ (no deferred create starts meanwhile).
 Status Namespace::MaterializePending() {
-  std::lock_guard<std::mutex> lock(pending_mu_);
+  std::unique_lock<std::mutex> lock(pending_mu_);
   std::vector<uint64_t> inos;
   for (const auto& [ino, p] : pending_) inos.push_back(ino);
   for (uint64_t ino : inos) {
-    auto r = InsertPendingLocked(ino);
+    auto r = InsertPending(ino, lock);
     if (!r.ok() && !r.status().Is(Code::kAlreadyExists) && !r.status().Is(Code::kNotFound)) {
       return r.status();
     }

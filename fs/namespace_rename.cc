@@ -171,9 +171,10 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
                                                    unsigned flags) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   if (flags & kExchange) return Status(Code::kInvalidArgument, "RENAME_EXCHANGE is not supported");
-  // A rename moves table rows: files created here and not yet committed get theirs first.
-  STAMPFS_RETURN_IF_ERROR(MaterializePending());
   std::lock_guard<std::mutex> lock(rename_mu_);
+  // A rename moves table rows: files created here and not yet committed get
+  // theirs first (no deferred create starts while rename_mu_ is held).
+  STAMPFS_RETURN_IF_ERROR(MaterializePending());
   auto from = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(from);
   auto to = Locate(new_parent, new_name);

@@ -770,6 +770,40 @@ TEST_F(DeferredCreateTest, ANewFileLostInACrashIsReplayedUnderItsName) {
   EXPECT_TRUE(after.blocks->Journaled().empty());
 }
 
+TEST_F(DeferredCreateTest, ARenameFindingThePendingNameTakenKeepsTheDataForACopy) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  Commit(a, "other", "x");
+  uint64_t ino = CreateDeferred(a, kRootIno, "f");
+  Write(a, ino, "from a", 0);
+  Commit(b, "f", "from b");
+  ASSERT_TRUE(a.ns->Rename(kRootIno, "other", kRootIno, "other2", 0).ok());
+  EXPECT_TRUE(a.data->Release(ino).Is(Code::kPreconditionFailed)) << "not a silent success";
+  EXPECT_EQ(Blob("f"), "from b");
+  int copies = 0;
+  auto listing = b.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  for (const DirEntry& e : *listing) {
+    if (e.name.rfind("f.conflict-", 0) == 0) {
+      copies++;
+      EXPECT_EQ(Blob(e.name), "from a");
+    }
+  }
+  EXPECT_EQ(copies, 1);
+}
+
+TEST_F(DeferredCreateTest, UnlinkingAPendingFileLeavesAnotherMountsBlobAlone) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  uint64_t ino = CreateDeferred(a, kRootIno, "f");
+  Commit(b, "f", "from b");
+  auto gone = a.ns->Unlink(kRootIno, "f");
+  ASSERT_TRUE(gone.ok());
+  a.data->Unlinked(ino, gone->blob);
+  a.data->Release(ino).PermitUnchecked();
+  EXPECT_EQ(Blob("f"), "from b");
+}
+
 TEST_F(DeferredCreateTest, RenameAndNameClashesSeeThePendingEntry) {
   Mount a = NewMount("a");
   uint64_t ino = CreateDeferred(a, kRootIno, "p");
