@@ -255,7 +255,7 @@ class Namespace {
     std::string dir_path;
     bool in_flight = false;  // its insert is under way (InsertPending)
   };
-  std::mutex pending_mu_;  // after rename_mu_, before any stripe; no request held under it
+  std::mutex pending_mu_;  // after rename_mu_, before any stripe; inserts run outside it
   std::condition_variable pending_cv_;   // an insert finished
   std::map<uint64_t, Pending> pending_;  // by inode  GUARDED_BY(pending_mu_)
   std::mutex lookups_mu_;

@@ -3,14 +3,15 @@
 // entry together with the blob's ETag: one entity transaction per new file
 // instead of an insert at create and a merge at commit.
 //
-// Invariants (pending_mu_): a pending entry is never in the table nor in the
-// metadata cache; lookups, getattr and readdir of this mount overlay it;
+// Invariants (pending_mu_): a pending entry is not in the table (until its
+// in-flight insert returns) nor in the metadata cache; lookups, getattr and
+// readdir of this mount overlay it;
 // setattr/xattr change it in memory; unlink drops it; every other change
 // that could move or shadow it (rename, mkdir/symlink/create of its name,
 // rmdir of its directory) first inserts it or sees it (Materialize, InsertEntry,
 // CheckEmpty). Another mount sees the file after its first commit, as it
-// sees data after close (docs/semantics.md). Lock order: pending_mu_ before
-// a directory stripe.
+// sees data after close (docs/semantics.md). Lock order: rename_mu_, then
+// pending_mu_, then a directory stripe; inserts run outside pending_mu_.
 #include "fs/names.h"
 #include "fs/namespace.h"
 #include "storage/table_keys.h"
