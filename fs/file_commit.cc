@@ -59,11 +59,7 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
   // mount made since fails that write (a conflict) or the entry merge (a
   // removed entry: see Committed; a newer version: CommitFile keeps it).
   auto st = ns_.GetFile(f.ino, false);
-  if (st.status().Is(Code::kNotFound)) {  // unlinked: nothing to keep
-    f.dirty = false;
-    f.journaled = false;
-    return cache_.ClearJournal(f.cache_id);
-  }
+  if (st.status().Is(Code::kNotFound)) return DropChanges(f);  // unlinked: nothing to keep
   STAMPFS_RETURN_IF_ERROR(st);
   if (st->blob != f.blob) Moved(f, *st);
   f.path = st->path;
@@ -102,9 +98,7 @@ Status FileData::CommittedNew(const FilePtr& fp, Lock& lock, const std::string& 
     if (inserted.status().Is(Code::kNotFound) && f.size == 0) {
       // An empty new file in a directory removed meanwhile: as if the
       // create had failed (ENOENT), nothing to keep.
-      f.dirty = false;
-      f.journaled = false;
-      cache_.ClearJournal(f.cache_id).PermitUnchecked();
+      DropChanges(f).PermitUnchecked();
       return inserted.status();
     }
     return OnConflict(fp, lock, inserted.status());
@@ -261,6 +255,14 @@ Status FileData::Committed(OpenFile& f, const std::string& etag, const Attr* rec
                ") but the entry update failed: " + attr.status().ToString());
   }
   return Status::Ok();
+}
+
+// The file's uncommitted changes have nowhere to go (its name is gone).
+// REQUIRES: f.mu held.
+Status FileData::DropChanges(OpenFile& f) {
+  f.dirty = false;
+  f.journaled = false;
+  return cache_.ClearJournal(f.cache_id);
 }
 
 // Staged blocks become dirty again: the next commit uploads them anew.

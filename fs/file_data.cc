@@ -286,9 +286,7 @@ void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob) {
   if (FilePtr f = Find(ino)) {
     Lock lock(f->mu);
     if (f->loaded) {
-      f->dirty = false;  // its name is gone: nothing to commit
-      cache_.ClearJournal(f->cache_id).PermitUnchecked();
-      f->journaled = false;
+      DropChanges(*f).PermitUnchecked();  // its name is gone: nothing to commit
       f->delete_on_close = blob;
       if (f->refs > 0) return;  // deleted after the last close
       // Kept loaded after a failed commit and unused: drop it now.

@@ -210,6 +210,7 @@ class FileData {
   Status CommittedNew(const FilePtr& fp, Lock& lock, const std::string& etag);
   void Moved(OpenFile& f, const FileState& state);
   void Unstage(OpenFile& f);
+  Status DropChanges(OpenFile& f);
   Status OnConflict(const FilePtr& fp, Lock& lock, const Status& why);
   Result<std::string> SaveConflictCopy(const FilePtr& fp, Lock& lock, const std::string& path);
   BlobMetadata MetadataFor(const OpenFile& f) const;

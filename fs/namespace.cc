@@ -158,11 +158,7 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path,
         auto current = FetchDot(pk);
         STAMPFS_RETURN_IF_ERROR(current);
         dot = *current;
-        if (dot->etag == gen->dot_etag) {
-          gen->validated_ms = NowMs();
-          cache_->SetGeneration(pk, *gen).PermitUnchecked();
-          fresh = true;
-        }
+        fresh = ConfirmedBy(pk, &*gen, *dot);
       }
       if (fresh) {
         std::vector<Entity> out;
@@ -222,6 +218,15 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path,
   return entries;
 }
 
+// A "." row just read against a complete listing's generation: the same
+// ETag confirms every cached entry of the directory for another TTL.
+bool Namespace::ConfirmedBy(const std::string& pk, DirectoryGeneration* gen, const Entity& dot) {
+  if (dot.etag != gen->dot_etag) return false;
+  gen->validated_ms = NowMs();
+  cache_->SetGeneration(pk, *gen).PermitUnchecked();
+  return true;
+}
+
 // Names looked up one by one in a directory whose listing is not cached:
 // from the kListAfterLookups-th point query on, the directory is listed
 // instead (up to kListPageBudget pages; a bigger one is left to point
@@ -260,10 +265,7 @@ Result<Entity> Namespace::FetchEntry(const std::string& dir_path, const std::str
         return Status(Code::kNotFound, JoinPath(dir_path, name));
       }
       STAMPFS_RETURN_IF_ERROR(dot);
-      if (dot->etag == gen->dot_etag) {
-        gen->validated_ms = NowMs();
-        cache_->SetGeneration(pk, *gen).PermitUnchecked();
-      } else {
+      if (!ConfirmedBy(pk, &*gen, *dot)) {
         cache_->InvalidateListing(pk).PermitUnchecked();
         gen.reset();
         ce.reset();
@@ -317,13 +319,8 @@ Result<Entity> Namespace::FetchRootDot(bool fresh) {
   STAMPFS_RETURN_IF_ERROR(dot);
   if (cache_) {
     cache_->PutEntry(*dot, NowMs()).PermitUnchecked();
-    if (gen && gen->complete) {
-      if (dot->etag == gen->dot_etag) {
-        gen->validated_ms = NowMs();
-        cache_->SetGeneration(pk, *gen).PermitUnchecked();
-      } else {
-        cache_->InvalidateListing(pk).PermitUnchecked();
-      }
+    if (gen && gen->complete && !ConfirmedBy(pk, &*gen, *dot)) {
+      cache_->InvalidateListing(pk).PermitUnchecked();
     }
   }
   return dot;

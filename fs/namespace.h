@@ -179,6 +179,7 @@ class Namespace {
   Result<Entity> FetchEntry(const std::string& dir_path, const std::string& name, bool fresh);
   Result<Entity> FetchEntryOf(uint64_t ino, std::string* path, bool fresh);
   Result<std::vector<Entity>> FetchListing(const std::string& dir_path, size_t max_pages = 0);
+  bool ConfirmedBy(const std::string& pk, DirectoryGeneration* gen, const Entity& dot);
   bool ShouldList(const std::string& pk);
   void ListedOrTooLarge(const std::string& pk, bool too_large);
   Result<Entity> FetchDot(const std::string& pk);
