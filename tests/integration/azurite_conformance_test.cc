@@ -7,16 +7,12 @@
 
 #include "conformance/blob_store_conformance.h"
 #include "conformance/table_store_conformance.h"
+#include "integration/test_account.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
 
 namespace stampfs {
 namespace {
-
-Result<StorageAccount> Account() {
-  const char* env = std::getenv("AZURE_STORAGE_CONNECTION_STRING");
-  return ParseConnectionString(env != nullptr && *env != '\0' ? env : kDevelopmentConnectionString);
-}
 
 bool IsEmulator(const StorageAccount& account) {
   return account.blob_endpoint.find("127.0.0.1") != std::string::npos ||

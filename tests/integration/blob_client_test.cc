@@ -16,17 +16,13 @@
 #include <thread>
 #include <vector>
 
+#include "integration/test_account.h"
 #include "storage/auth.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
 
 namespace stampfs {
 namespace {
-
-Result<StorageAccount> Account() {
-  const char* env = std::getenv("AZURE_STORAGE_CONNECTION_STRING");
-  return ParseConnectionString(env != nullptr && *env != '\0' ? env : kDevelopmentConnectionString);
-}
 
 // "h2-<test name>-<random>": lowercase [a-z0-9-], 3..63 characters, no "--".
 std::string UniqueContainerName() {

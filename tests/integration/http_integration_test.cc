@@ -1,4 +1,4 @@
-// The curl transport and signer against the Azurite at 127.0.0.1:10000.
+// The curl transport and signer against Azurite (or $AZURE_STORAGE_CONNECTION_STRING).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "integration/test_account.h"
 #include "storage/auth.h"
 #include "storage/connection_string.h"
 #include "storage/http.h"
@@ -32,7 +33,7 @@ std::string UniqueContainer(const std::string& tag) {
 class CurlTransportTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto account = ParseConnectionString(kDevelopmentConnectionString);
+    auto account = Account();
     ASSERT_TRUE(account.ok());
     account_ = *account;
     sign_ = MakeSigner(account_, Service::kBlob);

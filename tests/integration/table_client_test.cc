@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "integration/test_account.h"
 #include "storage/auth.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
@@ -19,11 +20,6 @@
 
 namespace stampfs {
 namespace {
-
-Result<StorageAccount> Account() {
-  const char* env = std::getenv("AZURE_STORAGE_CONNECTION_STRING");
-  return ParseConnectionString(env != nullptr && *env != '\0' ? env : kDevelopmentConnectionString);
-}
 
 // "h3<test name><random hex>": letters and digits, starting with a letter, <= 63.
 std::string UniqueTableName() {
