@@ -170,7 +170,15 @@ class AzureBlobClient final : public BlobStore {
                                        const std::string& blob) override;
   Result<ReadResult> Read(const std::string& container, const std::string& blob, uint64_t offset,
                           uint64_t length, const Condition& if_match,
-                          const BodySink& sink) override;
+                          const BodySink& sink) override {
+    return ReadRange(container, blob, offset, length, if_match, sink, {});
+  }
+  Result<ReadResult> ReadStream(const std::string& container, const std::string& blob,
+                                uint64_t offset, uint64_t length, const Condition& if_match,
+                                const BodySink& sink, std::chrono::milliseconds stall) override {
+    return ReadRange(container, blob, offset, length, if_match, sink,
+                     std::max(stall, std::chrono::milliseconds(1)));
+  }
   Result<std::string> Put(const std::string& container, const std::string& blob,
                           const HttpBody& body, const BlobMetadata& metadata,
                           const Condition& condition) override;
@@ -246,9 +254,13 @@ class AzureBlobClient final : public BlobStore {
     return etag;
   }
 
+  Result<ReadResult> ReadRange(const std::string& container, const std::string& blob,
+                               uint64_t offset, uint64_t length, const Condition& if_match,
+                               const BodySink& sink, std::chrono::milliseconds stall);
   Result<ReadResult> ReadOnce(const std::string& container, const std::string& blob,
                               uint64_t offset, uint64_t length, const Condition& if_match,
-                              const BodySink& sink, bool* past_end);
+                              const BodySink& sink, std::chrono::milliseconds stall,
+                              bool* past_end);
   Result<std::string> WaitForCopy(const std::string& container, const std::string& destination,
                                   const std::string& copy_id, const std::string& context);
   void AbortCopy(const std::string& container, const std::string& destination,
@@ -294,13 +306,14 @@ Result<BlobProperties> AzureBlobClient::GetProperties(const std::string& contain
 Result<ReadResult> AzureBlobClient::ReadOnce(const std::string& container, const std::string& blob,
                                              uint64_t offset, uint64_t length,
                                              const Condition& if_match, const BodySink& sink,
-                                             bool* past_end) {
+                                             std::chrono::milliseconds stall, bool* past_end) {
   std::string context = "read " + container + "/" + blob;
   HttpRequest request = NewRequest("GET", BlobUrl(container, blob));
   const bool ranged = offset != 0 || length != 0;
   // A whole-blob read sends no range, so empty blobs need no special case (§7.4).
   if (ranged) request.SetHeader("x-ms-range", RangeValue(offset, length));
   STAMPFS_RETURN_IF_ERROR(AddCondition(request, if_match));
+  request.stall_timeout = stall;
   uint64_t delivered = 0;
   request.sink = [&delivered, &sink](uint64_t at, const char* data, size_t len) {
     delivered = at + len;  // a retried attempt restarts at 0
@@ -325,9 +338,11 @@ Result<ReadResult> AzureBlobClient::ReadOnce(const std::string& container, const
   return result;
 }
 
-Result<ReadResult> AzureBlobClient::Read(const std::string& container, const std::string& blob,
-                                         uint64_t offset, uint64_t length,
-                                         const Condition& if_match, const BodySink& sink) {
+// `stall` > 0: a stream (HttpRequest::stall_timeout).
+Result<ReadResult> AzureBlobClient::ReadRange(const std::string& container, const std::string& blob,
+                                              uint64_t offset, uint64_t length,
+                                              const Condition& if_match, const BodySink& sink,
+                                              std::chrono::milliseconds stall) {
   STAMPFS_RETURN_IF_ERROR(CheckBlobName(blob));
   if (if_match.kind == Condition::Kind::kIfNoneMatchAny) {
     return InvalidArgument("read " + container + "/" + blob + ": If-None-Match: * on a read");
@@ -335,7 +350,7 @@ Result<ReadResult> AzureBlobClient::Read(const std::string& container, const std
   // Only an unpinned blob can grow between the 416 and the HEAD: then read again.
   for (int attempt = 0; attempt < 3; ++attempt) {
     bool past_end = false;
-    auto result = ReadOnce(container, blob, offset, length, if_match, sink, &past_end);
+    auto result = ReadOnce(container, blob, offset, length, if_match, sink, stall, &past_end);
     if (!result.ok() || !past_end) return result;
     HttpRequest head = NewRequest("HEAD", BlobUrl(container, blob));
     STAMPFS_RETURN_IF_ERROR(AddCondition(head, if_match));

@@ -7,6 +7,7 @@
 // caller always says what it expects to overwrite.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -36,8 +37,8 @@ struct Condition {
 
 struct BlobProperties {
   uint64_t size = 0;
-  std::string etag;            // quoted
-  int64_t last_modified = 0;   // Unix seconds
+  std::string etag;           // quoted
+  int64_t last_modified = 0;  // Unix seconds
   std::string content_type;
   BlobMetadata metadata;
 };
@@ -82,7 +83,7 @@ struct BlockList {
 
 // Ranged read result.
 struct ReadResult {
-  uint64_t bytes = 0;  // bytes delivered to the sink
+  uint64_t bytes = 0;         // bytes delivered to the sink
   BlobProperties properties;  // of the version that was read (size = whole blob)
 };
 
@@ -113,6 +114,13 @@ class BlobStore {
   virtual Result<ReadResult> Read(const std::string& container, const std::string& blob,
                                   uint64_t offset, uint64_t length, const Condition& if_match,
                                   const BodySink& sink) = 0;
+  // Read for long ranges (a whole file read ahead): bounded by progress, not
+  // by a total deadline: fails with kTimeout once no byte arrived for `stall`.
+  // The version is pinned as by Read. Never restarts: after bytes reached the
+  // sink a failure is returned, and the caller resumes from what it got.
+  virtual Result<ReadResult> ReadStream(const std::string& container, const std::string& blob,
+                                        uint64_t offset, uint64_t length, const Condition& if_match,
+                                        const BodySink& sink, std::chrono::milliseconds stall) = 0;
   // Convenience: the bytes as a string.
   Result<std::string> ReadToString(const std::string& container, const std::string& blob,
                                    uint64_t offset = 0, uint64_t length = 0,

@@ -3,11 +3,14 @@
 // Content-Type defaults suppressed) and an exact Content-Length, never chunked.
 // A request sent with a CancelToken current (storage/cancel.h) is aborted
 // from curl's progress callback once the token is cancelled: curl calls it
-// at least once a second, also while no byte moves.
+// at least once a second, also while no byte moves. A stream
+// (HttpRequest::stall_timeout) is aborted there too once no byte moved for
+// that long.
 #include <curl/curl.h>
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <mutex>
 #include <vector>
 
@@ -58,6 +61,10 @@ struct Exchange {
   bool sink_aborted = false;
   const CancelToken* cancel = nullptr;  // the sending thread's, if any
   bool cancelled = false;
+  // A stream (request->stall_timeout): when body bytes last moved.
+  curl_off_t received = 0;
+  std::chrono::steady_clock::time_point moved = std::chrono::steady_clock::now();
+  bool stalled = false;
 };
 
 size_t ReadCallback(char* buf, size_t size, size_t nitems, void* userdata) {
@@ -119,11 +126,24 @@ size_t WriteCallback(char* data, size_t size, size_t nmemb, void* userdata) {
   return len;
 }
 
-int ProgressCallback(void* userdata, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+// Returning 1 makes curl stop with CURLE_ABORTED_BY_CALLBACK.
+int ProgressCallback(void* userdata, curl_off_t, curl_off_t dlnow, curl_off_t, curl_off_t) {
   auto* ex = static_cast<Exchange*>(userdata);
-  if (!ex->cancel->cancelled()) return 0;
-  ex->cancelled = true;
-  return 1;  // makes curl stop with CURLE_ABORTED_BY_CALLBACK
+  if (ex->cancel && ex->cancel->cancelled()) {
+    ex->cancelled = true;
+    return 1;
+  }
+  const auto stall = ex->request->stall_timeout;
+  if (stall.count() <= 0) return 0;
+  const auto now = std::chrono::steady_clock::now();
+  if (dlnow != ex->received) {
+    ex->received = dlnow;
+    ex->moved = now;
+  } else if (now - ex->moved > stall) {
+    ex->stalled = true;
+    return 1;
+  }
+  return 0;
 }
 
 curl_slist* BuildHeaders(const HttpRequest& request) {
@@ -168,7 +188,8 @@ void SetOptions(CURL* curl, const HttpRequest& request, std::chrono::millisecond
   curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+  // A stream's progress is bounded instead (ProgressCallback).
+  if (request.stall_timeout.count() <= 0) curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, std::min(timeout_ms, kMaxConnectTimeoutMs));
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -181,7 +202,7 @@ void SetOptions(CURL* curl, const HttpRequest& request, std::chrono::millisecond
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, ex);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteCallback);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, ex);
-  if (ex->cancel) {
+  if (ex->cancel || request.stall_timeout.count() > 0) {
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, ProgressCallback);
     curl_easy_setopt(curl, CURLOPT_XFERINFODATA, ex);
@@ -197,6 +218,10 @@ Status FailureStatus(CURLcode rc, const Exchange& ex, const char* error_buffer,
   if (ex.sink_aborted) return Status(Code::kInternal, target + ": response body sink aborted");
   if (ex.reader_short) {
     return Status(Code::kInternal, target + ": request body ended before its declared size");
+  }
+  if (ex.stalled) {
+    return Status(Code::kTimeout, target + ": no byte for " +
+                                      std::to_string(request.stall_timeout.count()) + " ms");
   }
   if (rc == CURLE_OPERATION_TIMEDOUT) {
     return Status(Code::kTimeout, target + ": no complete response within " +

@@ -30,7 +30,7 @@ constexpr size_t kMaxBlobNameLength = 1024;
 constexpr size_t kMaxBlockIdBytes = 64;
 constexpr int kMaxListResults = 5000;
 constexpr size_t kMaxMetadataBytes = 8 * 1024;
-constexpr size_t kSinkChunk = 64 * 1024;
+constexpr size_t kSinkChunk = 16 * 1024;  // as curl delivers a body
 
 Status ContainerNotFound(const std::string& container) {
   return Status(Code::kNotFound, "container " + container + " does not exist", 404,
@@ -253,6 +253,13 @@ class FakeBlobStore : public BlobStore {
   Result<ReadResult> Read(const std::string& container, const std::string& blob, uint64_t offset,
                           uint64_t length, const Condition& if_match,
                           const BodySink& sink) override;
+  // The version is fixed when the read starts, as with Read; nothing stalls
+  // in memory. A sink that refuses bytes ends it (kInternal).
+  Result<ReadResult> ReadStream(const std::string& container, const std::string& blob,
+                                uint64_t offset, uint64_t length, const Condition& if_match,
+                                const BodySink& sink, std::chrono::milliseconds) override {
+    return Read(container, blob, offset, length, if_match, sink);
+  }
 
   Result<std::string> Put(const std::string& container, const std::string& blob,
                           const HttpBody& body, const BlobMetadata& metadata,

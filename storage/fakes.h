@@ -34,11 +34,17 @@ class FaultPlan {
   // Fails every call of `operation` (empty = all) with `status` until Clear().
   void FailAlways(Status status, const std::string& operation = {});
   void SetInjector(Injector injector);
+  // ReadStream: `hook` sees the stream offset of each chunk before the
+  // caller's sink does; a non-OK status ends the stream there with it (a
+  // connection lost mid-body). It may block (a slow service).
+  using StreamHook = std::function<Status(uint64_t offset)>;
+  void SetStreamHook(StreamHook hook);
   void Clear();
 
   // For the decorators: returns the fault for this call (OK if none) and whether
   // it applies after the call.
   Status Check(const std::string& operation, bool* after_call);
+  Status CheckStream(uint64_t offset);
   int calls(const std::string& operation = {}) const;
 
  private:
@@ -48,6 +54,7 @@ class FaultPlan {
   std::map<std::string, int> calls_;
   int total_calls_ = 0;
   Injector injector_;
+  StreamHook stream_hook_;
 };
 
 // Common statuses for fault plans.

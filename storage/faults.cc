@@ -50,11 +50,26 @@ void FaultPlan::SetInjector(Injector injector) {
   injector_ = std::move(injector);
 }
 
-// Removes every rule and the injector; call counts are kept.
+void FaultPlan::SetStreamHook(StreamHook hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stream_hook_ = std::move(hook);
+}
+
+// Removes every rule, the injector and the stream hook; call counts are kept.
 void FaultPlan::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   rules_.clear();
   injector_ = nullptr;
+  stream_hook_ = nullptr;
+}
+
+Status FaultPlan::CheckStream(uint64_t offset) {
+  StreamHook hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hook = stream_hook_;
+  }
+  return hook ? hook(offset) : Status::Ok();  // outside the lock: it may block
 }
 
 Status FaultPlan::Check(const std::string& operation, bool* after_call) {
@@ -142,6 +157,21 @@ class FaultyBlobStore : public BlobStore {
                           const BodySink& sink) override {
     return Guarded(*plan_, "Read",
                    [&] { return inner_.Read(container, blob, offset, length, if_match, sink); });
+  }
+  // The plan's stream hook may end the stream between chunks.
+  Result<ReadResult> ReadStream(const std::string& container, const std::string& blob,
+                                uint64_t offset, uint64_t length, const Condition& if_match,
+                                const BodySink& sink, std::chrono::milliseconds stall) override {
+    return Guarded(*plan_, "ReadStream", [&]() -> Result<ReadResult> {
+      Status cut;
+      auto hooked = [&](uint64_t at, const char* data, size_t len) {
+        cut = plan_->CheckStream(at);
+        return cut.ok() && (!sink || sink(at, data, len));
+      };
+      auto r = inner_.ReadStream(container, blob, offset, length, if_match, hooked, stall);
+      if (!cut.ok()) return cut;
+      return r;
+    });
   }
   Result<std::string> Put(const std::string& container, const std::string& blob,
                           const HttpBody& body, const BlobMetadata& metadata,

@@ -274,8 +274,11 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
   if (CurrentlyCancelled()) return Cancelled(request.method + " " + kind + ": not sent");
   if (breaker_) STAMPFS_RETURN_IF_ERROR(PassBreaker(request, kind));
   Counter& kind_counter = *g_requests.by_kind[KindIndex(kind)];
+  bool delivered = false;  // body bytes reached the sink (any attempt)
   if (request.sink) {
-    request.sink = [inner = std::move(request.sink)](uint64_t at, const char* data, size_t len) {
+    request.sink = [inner = std::move(request.sink), &delivered](uint64_t at, const char* data,
+                                                                 size_t len) {
+      delivered = true;
       g_requests.bytes_down.Add(len);
       return inner(at, data, len);
     };
@@ -311,6 +314,12 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
     } else {
       if (last.status().Is(Code::kCancelled)) return last;
       g_requests.failed.Add();
+      // A stream that got bytes is resumed by its caller, not restarted; the
+      // service answered, so the breaker stays closed.
+      if (delivered && request.stall_timeout.count() > 0) {
+        if (breaker_) breaker_->Answered();
+        return last;
+      }
       if (!ShouldResend(last, resend)) break;
     }
     if (attempt == policy_.max_attempts) break;

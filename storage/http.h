@@ -46,6 +46,11 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;
   HttpBody body;
   BodySink sink;  // optional: stream a 2xx body here instead of into HttpResponse::body
+  // A long download when > 0: no deadline on the whole attempt, which fails
+  // (kTimeout) once no body byte moved for this long (checked about once a
+  // second); the connect timeout still applies. Not resent once body bytes
+  // reached the sink: the caller resumes from what it got.
+  std::chrono::milliseconds stall_timeout{0};
 
   void SetHeader(const std::string& name, const std::string& value);
   // Lowercased-name lookup; empty when absent.

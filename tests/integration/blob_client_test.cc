@@ -20,6 +20,7 @@
 #include "storage/auth.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
+#include "storage/stats.h"
 
 namespace stampfs {
 namespace {
@@ -251,6 +252,56 @@ TEST_F(BlobClientTest, SixtyFourMebibytesStreamThroughBlocksInBoundedMemory) {
   EXPECT_EQ(list->committed[5].id, BlockIdFor(5));
   EXPECT_EQ(list->committed[5].size, kBlockBytes);
   EXPECT_EQ(list->etag, *etag);
+}
+
+uint64_t Count(const std::string& name) {
+  for (const auto& [n, v] : StatsSnapshot()) {
+    if (n == name) return v;
+  }
+  return 0;
+}
+
+TEST_F(BlobClientTest, ReadStreamDeliversARangeInOrderInOneGetPinnedToItsVersion) {
+  std::string data(3 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = ByteAt(i);
+  auto etag = store_->PutString(container_, "s", data, {}, Condition::None());
+  ASSERT_TRUE(etag.ok()) << etag.status().ToString();
+  const uint64_t offset = 1 << 20, length = 3 << 19;
+  std::string got;
+  bool in_order = true;
+  const uint64_t gets = Count("requests.blob.get");
+  auto read = store_->ReadStream(
+      container_, "s", offset, length, Condition::IfMatch(*etag),
+      [&](uint64_t at, const char* d, size_t n) {
+        in_order = in_order && at == got.size();
+        got.append(d, n);
+        return true;
+      },
+      std::chrono::seconds(5));
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->bytes, length);
+  EXPECT_EQ(read->properties.size, data.size());
+  EXPECT_TRUE(in_order);
+  EXPECT_TRUE(got == data.substr(offset, length));
+  EXPECT_EQ(Count("requests.blob.get"), gets + 1);
+
+  // A sink that stops mid-body ends the stream: one GET, not retried.
+  size_t taken = 0;
+  auto cut = store_->ReadStream(
+      container_, "s", 0, 0, Condition::IfMatch(*etag),
+      [&](uint64_t, const char*, size_t n) {
+        taken += n;
+        return taken < (1 << 20);
+      },
+      std::chrono::seconds(5));
+  EXPECT_FALSE(cut.ok());
+  EXPECT_EQ(Count("requests.blob.get"), gets + 2);
+
+  ASSERT_TRUE(store_->PutString(container_, "s", "new", {}, Condition::None()).ok());
+  auto stale = store_->ReadStream(
+      container_, "s", 0, 0, Condition::IfMatch(*etag),
+      [](uint64_t, const char*, size_t) { return true; }, std::chrono::seconds(5));
+  EXPECT_TRUE(stale.status().Is(Code::kPreconditionFailed)) << stale.status().ToString();
 }
 
 // ---- Names that need encoding ----

@@ -202,6 +202,82 @@ TEST(CurlTransport, SilentServerTimesOutWithTimeoutCode) {
   EXPECT_LT(elapsed, milliseconds(3000));
 }
 
+// A one-connection HTTP server on loopback: a 200 with a 10-byte body of
+// which it sends `sends` bytes, `gap` apart, then silence until the client
+// gives up (at most 5 s).
+class TricklingServer {
+ public:
+  TricklingServer(int sends, milliseconds gap) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    listen(fd_, 1);
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this, sends, gap] {
+      int c = accept(fd_, nullptr, nullptr);
+      char buf[4096];
+      if (c < 0 || recv(c, buf, sizeof(buf), 0) <= 0) return;
+      const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+      send(c, head.data(), head.size(), MSG_NOSIGNAL);
+      for (int i = 0; i < sends; ++i) {
+        std::this_thread::sleep_for(gap);
+        send(c, "x", 1, MSG_NOSIGNAL);
+      }
+      timeval patience{5, 0};
+      setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof(patience));
+      if (sends < 10) recv(c, buf, sizeof(buf), 0);  // silent until the client gives up
+      close(c);
+    });
+  }
+  ~TricklingServer() {
+    shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    close(fd_);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/c/b"; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// A stream is bounded by progress: a body slower than the attempt timeout
+// arrives while bytes keep coming, and silence ends it.
+TEST(CurlTransport, AStreamEndsOnSilenceNotOnItsLength) {
+  auto transport = MakeCurlTransport();
+  HttpRequest r;
+  r.method = "GET";
+  r.stall_timeout = milliseconds(1000);
+  size_t got = 0;
+  r.sink = [&got](uint64_t, const char*, size_t n) {
+    got += n;
+    return true;
+  };
+  {
+    TricklingServer slow(10, milliseconds(200));  // 2 s for the body
+    r.url = slow.url();
+    auto resp = transport->Send(r, milliseconds(500));
+    ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+    EXPECT_EQ(got, 10u);
+  }
+  got = 0;
+  TricklingServer stalled(3, milliseconds(10));
+  r.url = stalled.url();
+  auto start = std::chrono::steady_clock::now();
+  auto resp = transport->Send(r, milliseconds(500));
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(resp.ok());
+  EXPECT_EQ(resp.status().code(), Code::kTimeout) << resp.status().ToString();
+  EXPECT_EQ(got, 3u);
+  EXPECT_GE(elapsed, milliseconds(900));
+  EXPECT_LT(elapsed, milliseconds(3000));
+}
+
 TEST(CurlTransport, RetryingClientGivesUpOnClosedPort) {
   RetryPolicy policy;
   policy.max_attempts = 3;

@@ -259,6 +259,43 @@ TEST(RetryingHttpClient, RespectsTheTotalDeadlineInRealTime) {
   }
 }
 
+// Each attempt hands `bytes` of body to the sink, then the connection drops.
+class DroppingTransport : public HttpTransport {
+ public:
+  explicit DroppingTransport(size_t bytes) : bytes_(bytes) {}
+  Result<HttpResponse> Send(const HttpRequest& request, milliseconds) override {
+    ++attempts;
+    const std::string body(bytes_, 'x');
+    if (!body.empty() && request.sink) request.sink(0, body.data(), body.size());
+    return Status(Code::kTransport, "connection reset");
+  }
+  int attempts = 0;
+
+ private:
+  size_t bytes_;
+};
+
+int AttemptsOfDroppedDownload(size_t bytes, milliseconds stall) {
+  RetryPolicy p;
+  p.max_attempts = 3;
+  auto transport = std::make_shared<DroppingTransport>(bytes);
+  RetryingHttpClient client(
+      transport, p, [](milliseconds) {}, [] { return 0.5; });
+  HttpRequest r;
+  r.method = "GET";
+  r.url = "http://h/c/b";
+  r.stall_timeout = stall;
+  r.sink = [](uint64_t, const char*, size_t) { return true; };
+  EXPECT_EQ(client.Execute(r, {}).status().code(), Code::kTransport);
+  return transport->attempts;
+}
+
+TEST(RetryingHttpClient, AStreamThatGotBytesIsNotResentButOneThatGotNoneIs) {
+  EXPECT_EQ(AttemptsOfDroppedDownload(100, milliseconds(5000)), 1);
+  EXPECT_EQ(AttemptsOfDroppedDownload(0, milliseconds(5000)), 3);
+  EXPECT_EQ(AttemptsOfDroppedDownload(100, milliseconds(0)), 3) << "a plain read restarts";
+}
+
 TEST(UrlEncoding, EncodesAllButUnreserved) {
   EXPECT_EQ(UrlEncode("AZaz09-._~"), "AZaz09-._~");
   EXPECT_EQ(UrlEncode("dir/sp ace+plus'q(1).txt"), "dir%2Fsp%20ace%2Bplus%27q%281%29.txt");

@@ -53,6 +53,11 @@ class MetadataOverlay : public BlobStore {
                           const Condition& m, const BodySink& sink) override {
     return inner_.Read(c, b, off, len, m, sink);
   }
+  Result<ReadResult> ReadStream(const std::string& c, const std::string& b, uint64_t off,
+                                uint64_t len, const Condition& m, const BodySink& sink,
+                                std::chrono::milliseconds stall) override {
+    return inner_.ReadStream(c, b, off, len, m, sink, stall);
+  }
   Result<std::string> Put(const std::string& c, const std::string& b, const HttpBody& body,
                           const BlobMetadata& md, const Condition& cond) override {
     return inner_.Put(c, b, body, md, cond);
