@@ -23,12 +23,15 @@ Counter g_cache_misses{"cache.misses"};
 }  // namespace
 
 // Makes block k's bytes local when they belong to the base version and are
-// not cached. One fetch per block at a time; others wait for it.
+// not cached. One fetch per block at a time; others wait for it, and for the
+// read-ahead stream when it brings the block next. A wait ends when this
+// thread's call is cancelled (fs/interrupts.h).
 // REQUIRES: `lock` holds f.mu; block k is pinned. Sets *relocked when the
 // lock was let go (the caller re-checks what it knew).
 Status FileData::EnsureLocal(OpenFile& f, Lock& lock, uint64_t k, bool* relocked) {
-  while (f.fetching.count(k)) {
-    f.cv.wait(lock);
+  while (f.fetching.count(k) || StreamDelivers(f, k)) {
+    if (CurrentlyCancelled()) return Cancelled("read of " + f.path + ": waiting for a fetch");
+    f.cv.wait_for(lock, std::chrono::milliseconds(250));
     *relocked = true;
   }
   if (cache_.State(f.cache_id, k) != BlockState::kAbsent) {
@@ -58,8 +61,7 @@ Status FileData::EnsureLocal(OpenFile& f, Lock& lock, uint64_t k, bool* relocked
 
 // A ranged GET pinned to the version (If-Match), streamed into the cache file.
 Status FileData::Fetch(const FetchJob& job) {
-  g_cache_misses.Add();
-  blob_requests_++;
+  CountFetch();
   const int fd = job.fd;
   const uint64_t base = job.offset;
   auto r = blobs_.Read(
@@ -74,6 +76,11 @@ Status FileData::Fetch(const FetchJob& job) {
                                          " (blob size " + std::to_string(r->properties.size) + ")");
   }
   return Status::Ok();
+}
+
+void FileData::CountFetch() {
+  g_cache_misses.Add();
+  blob_requests_++;
 }
 
 // A failed fetch may have written part of the block: absent blocks must read
@@ -97,9 +104,11 @@ Status FileData::PutBlock(const std::string& blob, const std::string& id, int fd
   return blobs_.PutBlock(options_.container, blob, id, body).WithContext("stage block of " + blob);
 }
 
+// No fetch, upload or read-ahead stream in flight (a stream is stopped).
 // REQUIRES: `lock` holds f.mu.
 void FileData::WaitIdle(OpenFile& f, Lock& lock) {
-  while (!f.fetching.empty() || !f.uploading.empty()) f.cv.wait(lock);
+  if (f.stream) f.stream->cancel.Cancel();
+  while (!f.fetching.empty() || !f.uploading.empty() || f.stream) f.cv.wait(lock);
 }
 
 // Stages dirty block k in the background. A failure is kept in

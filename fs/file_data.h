@@ -21,9 +21,9 @@
 // a large share of the cache commits what it has so far (a checkpoint).
 //
 // Conflicts (412/409 on the commit) follow ConflictPolicy. Reads are ranged
-// GETs of whole blocks pinned with If-Match:<ETag>, prefetched ahead of
-// sequential readers; a version that changed under an open file is an EIO for
-// the read, never a mix of versions.
+// GETs of whole blocks pinned with If-Match:<ETag>; a sequential reader gets
+// the blocks ahead in one streamed GET (fs/file_stream.cc); a version that
+// changed under an open file is an EIO for the read, never a mix of versions.
 //
 // All opens of one inode on this mount share one OpenFile.
 #pragma once
@@ -46,6 +46,7 @@
 #include "fs/recent_versions.h"
 #include "fs/work_queue.h"
 #include "storage/blob_store.h"
+#include "storage/cancel.h"
 
 namespace stampfs {
 
@@ -62,8 +63,9 @@ struct FileDataOptions {
   uint64_t single_put_limit = 8ull << 20;   // files up to this size: one Put Blob
   int upload_threads = 4;
   int fetch_threads = 4;
-  size_t max_uploads_per_file = 8;  // staged blocks in flight per file
-  uint64_t prefetch_blocks = 4;     // per read-ahead GET; two such runs ahead of a reader
+  size_t max_uploads_per_file = 8;        // staged blocks in flight per file
+  uint64_t stream_window = 256ull << 20;  // read-ahead: bytes per streamed GET (<= cache / 4)
+  int64_t stream_stall_ms = 20000;        // a stream with no byte for this long fails
   ConflictPolicy conflict = ConflictPolicy::kCopy;
   std::string host;                          // in conflict copy names; default gethostname()
   int64_t backpressure_patience_ms = 10000;  // then a writer goes over the cap (logged)
@@ -118,6 +120,22 @@ class FileData {
  private:
   using Lock = std::unique_lock<std::mutex>;
 
+  // The read-ahead stream of a file (fs/file_stream.cc): one GET of blocks
+  // [next, end) of one version, written into the cache file as it arrives.
+  // The block arriving is in OpenFile::fetching while `owned`; a block another
+  // fetch has or that is cached by then is skipped. Fields GUARDED_BY the
+  // file's mu but `owned` (only the stream's thread changes it once it runs)
+  // and `cancel` (stops the GET and the stream: WaitIdle).
+  struct Stream {
+    int64_t cache_id = 0;
+    std::string etag;
+    BlockLayout layout;
+    uint64_t next = 0;  // the block arriving; those below it landed or were skipped
+    uint64_t end = 0;
+    bool owned = false;
+    CancelToken cancel;
+  };
+
   struct OpenFile {
     explicit OpenFile(uint64_t i) : ino(i) {}
     const uint64_t ino;
@@ -148,9 +166,10 @@ class FileData {
     bool served = false;        // data of this version reached a reader or writer
     std::set<uint64_t> fetching;
     std::set<uint64_t> uploading;
-    Status upload_error;      // first background upload failure
-    uint64_t next_read = 0;   // where a sequential reader goes on
-    uint64_t prefetched = 0;  // prefetch issued below this block
+    Status upload_error;             // first background upload failure
+    uint64_t next_read = 0;          // where a sequential reader goes on
+    uint64_t prefetched = 0;         // read-ahead issued (or found cached) below this block
+    std::shared_ptr<Stream> stream;  // the read-ahead stream, if one runs
     std::string delete_on_close;
   };
   using FilePtr = std::shared_ptr<OpenFile>;
@@ -183,10 +202,16 @@ class FileData {
   Status PrepareWrite(OpenFile& f, Lock& lock, uint64_t off, uint64_t end, bool* relocked);
   Status TruncateLocked(OpenFile& f, Lock& lock, uint64_t size);
   Status Reread(OpenFile& f, Lock& lock, const Status& why);
+  // file_stream.cc: read-ahead.
   void Prefetch(const FilePtr& fp, uint64_t off, uint64_t end);
+  void RunStream(const FilePtr& fp, const std::shared_ptr<Stream>& st, const FetchJob& job);
+  bool Claim(OpenFile& f, Stream& st);
+  bool Landed(OpenFile& f, Stream& st, uint64_t k, uint64_t end);
+  bool StreamDelivers(const OpenFile& f, uint64_t k) const;
   // file_blocks.cc: fetches, uploads, space.
   Status EnsureLocal(OpenFile& f, Lock& lock, uint64_t k, bool* relocked);
   Status Fetch(const FetchJob& job);
+  void CountFetch();
   void DropPartial(const FetchJob& job);
   void StartUpload(const FilePtr& fp, Lock& lock, uint64_t k);
   void ScheduleUploads(const FilePtr& fp, Lock& lock, uint64_t off, uint64_t end,
@@ -230,6 +255,7 @@ class FileData {
   std::map<uint64_t, FilePtr> files_;
   RecentVersions recent_;  // files closed lately: version and committed attributes
   std::atomic<uint64_t> blob_requests_{0};
+  std::atomic<int> streams_{0};  // running; at most fetch_threads
   // Last members: destroyed first, so no task outlives what it uses.
   WorkQueue fetches_;
   WorkQueue uploads_;

@@ -49,13 +49,15 @@ Result<size_t> FileData::ReadLocked(const FilePtr& fp, Lock& lock, char* buf, si
   OpenFile& f = *fp;
   if (size == 0) return size_t{0};
   PinRange pins(cache_, f.cache_id, f.layout.IndexAt(off), f.layout.IndexAt(off + size - 1));
-  bool reread = false;
+  bool reread = false, ahead = false;
   for (;;) {
     while (f.busy) f.cv.wait(lock);
     pins.Follow(f.cache_id);
     if (off >= f.size) return size_t{0};
     const uint64_t end = off + std::min<uint64_t>(size, f.size - off);
     const uint64_t first = f.layout.IndexAt(off), last = f.layout.IndexAt(end - 1);
+    if (!ahead) Prefetch(fp, off, end);  // may start the stream this read then waits on
+    ahead = true;
     bool relocked = false;
     Status s;
     for (uint64_t k = first; k <= last && s.ok() && !relocked; ++k) {
@@ -72,7 +74,6 @@ Result<size_t> FileData::ReadLocked(const FilePtr& fp, Lock& lock, char* buf, si
     STAMPFS_RETURN_IF_ERROR(PreadFully(f.fd, buf, end - off, off));
     for (uint64_t k = first; k <= last; ++k) cache_.Touch(f.cache_id, k);
     f.served = true;
-    Prefetch(fp, off, end);
     return static_cast<size_t>(end - off);
   }
 }
@@ -108,74 +109,6 @@ Status FileData::Reread(OpenFile& f, Lock& lock, const Status& why) {
   f.busy = false;
   f.cv.notify_all();
   return s;
-}
-
-// Sequential readers get the blocks ahead fetched in the background, a run of
-// prefetch_blocks consecutive blocks per ranged GET, up to two runs ahead of
-// the reader. A GET costs the service about the same whatever its size up to
-// tens of MiB (on Azurite a 4 MiB range reads at ~75 MiB/s, a 16 MiB one at
-// ~480 MiB/s: tests/bench), so fewer, larger GETs read faster.
-// REQUIRES: fp->mu held.
-void FileData::Prefetch(const FilePtr& fp, uint64_t off, uint64_t end) {
-  OpenFile& f = *fp;
-  const bool sequential = off == f.next_read;
-  f.next_read = end;
-  // Blocks being fetched are not counted by the cache until they land: the
-  // window (two runs) stays within half the cache, so it cannot overshoot it.
-  const uint64_t block = f.layout.SizeOf(f.layout.IndexAt(end));
-  const uint64_t run = std::min(options_.prefetch_blocks,
-                                std::max<uint64_t>(1, cache_.Capacity() / (4 * block)));
-  if (!sequential || run == 0) {
-    f.prefetched = 0;
-    return;
-  }
-  const uint64_t limit = f.layout.CountFor(std::min(f.remote_size, f.size));
-  const uint64_t from = std::max(f.layout.IndexAt(end), f.prefetched);
-  const uint64_t to = std::min(limit, f.layout.IndexAt(end) + 2 * run + 1);
-  if (from >= to || (to - from < run && to < limit)) return;  // wait for a whole run
-  for (uint64_t k = from; k < to;) {
-    if (f.fetching.count(k) || cache_.State(f.cache_id, k) != BlockState::kAbsent) {
-      ++k;
-      continue;
-    }
-    // [k, last): consecutive absent blocks, one GET.
-    const uint64_t start = f.layout.StartOf(k);
-    uint64_t last = k, bytes = 0;
-    bool room = true;
-    while (last < to && last - k < run && !f.fetching.count(last) &&
-           cache_.State(f.cache_id, last) == BlockState::kAbsent) {
-      const uint64_t len = std::min(f.layout.SizeOf(last), f.remote_size - f.layout.StartOf(last));
-      room = cache_.MakeRoom(bytes + len);  // the whole run so far
-      if (!room) break;  // only uncommitted data is left: no room to read ahead
-      bytes += len;
-      ++last;
-    }
-    if (last == k) break;
-    FetchJob job{f.blob, f.base_etag, f.fd, start, bytes};
-    const int64_t id = f.cache_id;
-    for (uint64_t i = k; i < last; ++i) {
-      f.fetching.insert(i);
-      cache_.Pin(id, i);
-    }
-    fetches_.Submit([this, fp, job, k, last, id] {
-      Status s = Fetch(job);
-      std::lock_guard<std::mutex> guard(fp->mu);
-      for (uint64_t i = k; i < last; ++i) {
-        fp->fetching.erase(i);
-        if (s.ok() && fp->cache_id == id && fp->base_etag == job.etag) {
-          const uint64_t at = fp->layout.StartOf(i);
-          const uint64_t len = std::min(fp->layout.SizeOf(i), job.offset + job.length - at);
-          cache_.Set(id, i, BlockState::kClean, at, fp->layout.SizeOf(i), len).PermitUnchecked();
-        }
-        cache_.Unpin(id, i);
-      }
-      if (!s.ok()) DropPartial(job);  // the reader fetches them again and sees the error
-      fp->cv.notify_all();
-    });
-    if (!room) break;
-    k = last;
-  }
-  f.prefetched = std::max(f.prefetched, to);
 }
 
 // Makes every block the write touches ready: no fetch or upload of it in

@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "storage/cancel.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
 
@@ -116,6 +117,8 @@ class FileDataTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? *s : "";
   }
+
+  Mount ColdReader(const std::string& content, uint64_t* ino, uint64_t capacity = 64ull << 20);
 
   // Writes and commits `content` as a new file through `m`.
   void Commit(Mount& m, const std::string& name, const std::string& content) {
@@ -437,11 +440,11 @@ TEST_F(FileDataTest, AVersionChangedUnderAnOpenReaderIsAnErrorNeverAMix) {
   Commit(b, "f", Pattern(16 * kBlock, 7));
   uint64_t ia = OpenExisting(a, "f", false);  // a cold cache: blocks are fetched as read
   char buf[100];
-  ASSERT_TRUE(a.data->Read(ia, buf, sizeof(buf), 0).ok());
+  ASSERT_TRUE(a.data->Read(ia, buf, sizeof(buf), 1).ok());  // not sequential: no read-ahead
   uint64_t ib = OpenExisting(b, "f");
   Write(b, ib, Pattern(16 * kBlock, 8), 0);
   ASSERT_TRUE(b.data->Release(ib).ok());
-  // Block 15 is beyond the read-ahead of the first read: fetched now, from the new version.
+  // Block 15 was not read ahead: fetched now, from the new version.
   auto r = a.data->Read(ia, buf, sizeof(buf), 15 * kBlock);
   EXPECT_TRUE(r.status().Is(Code::kPreconditionFailed)) << r.status().ToString();
   // Blocks of the pinned version already cached still read consistently.
@@ -503,8 +506,10 @@ TEST_F(FileDataTest, SequentialReadsPrefetchAheadAndReopenKeepsTheKernelCache) {
   char buf[4096];
   ASSERT_TRUE(b.data->Read(attr->ino, buf, sizeof(buf), 0).ok());
   ASSERT_TRUE(b.data->Read(attr->ino, buf, sizeof(buf), sizeof(buf)).ok());
-  // Block 0, then the blocks ahead in two runs of prefetch_blocks (one GET each).
-  EXPECT_TRUE(Eventually([&] { return plan_->calls("Read") >= 3; })) << "blocks ahead are fetched";
+  // The first read starts one stream of the whole file.
+  EXPECT_TRUE(Eventually([&] { return b.blocks->Stats().blocks == 12; }))
+      << "blocks ahead are fetched";
+  EXPECT_EQ(plan_->calls("ReadStream"), 1);
   EXPECT_EQ(ReadAll(b, attr->ino, content.size()), content);
   ASSERT_TRUE(b.data->Release(attr->ino).ok());
   auto second = b.data->Open(attr->ino, OpenFlags{});
@@ -514,6 +519,159 @@ TEST_F(FileDataTest, SequentialReadsPrefetchAheadAndReopenKeepsTheKernelCache) {
   EXPECT_EQ(ReadAll(b, attr->ino, content.size()), content);
   EXPECT_EQ(plan_->calls("Read"), reads) << "a warm cache reads nothing";
   ASSERT_TRUE(b.data->Release(attr->ino).ok());
+}
+
+// ---- read-ahead streams (fs/file_stream.cc)
+
+// `content` committed as "f" by another mount; returns a mount with a cold
+// cache of `capacity` bytes that has "f" open for reading as *ino.
+Mount FileDataTest::ColdReader(const std::string& content, uint64_t* ino, uint64_t capacity) {
+  Mount writer = NewMount("writer");
+  Commit(writer, "f", content);
+  Mount m = NewMount("reader", capacity);
+  *ino = OpenExisting(m, "f", false);
+  return m;
+}
+
+// Lets a stream run up to `at` (stream offset), then holds it there.
+class StreamGate {
+ public:
+  explicit StreamGate(uint64_t at) : at_(at) {}
+  Status Pass(uint64_t offset) {
+    while (offset >= at_ && !open_.load()) {
+      if (CurrentlyCancelled()) return Cancelled("held stream");
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return Status::Ok();
+  }
+  void Open() { open_ = true; }
+
+ private:
+  const uint64_t at_;
+  std::atomic<bool> open_{false};
+};
+
+TEST_F(FileDataTest, AColdSequentialReadIsOneStreamedGet) {
+  const std::string content = Pattern(12 * kBlock + 1000, 30);
+  uint64_t ino = 0;
+  Mount b = ColdReader(content, &ino);
+  const int reads = plan_->calls("Read"), streams = plan_->calls("ReadStream");
+  EXPECT_EQ(ReadAll(b, ino, content.size()), content);
+  EXPECT_EQ(plan_->calls("Read"), reads);
+  EXPECT_EQ(plan_->calls("ReadStream"), streams + 1);
+  EXPECT_EQ(b.blocks->Stats().blocks, 13u);
+  ASSERT_TRUE(b.data->Release(ino).ok());
+}
+
+TEST_F(FileDataTest, AReaderGetsEachBlockAsItArrivesAndAJumpAheadDoesNotWait) {
+  const std::string content = Pattern(12 * kBlock, 31);
+  uint64_t ino = 0;
+  Mount b = ColdReader(content, &ino);
+  StreamGate gate(5 * kBlock);
+  plan_->SetStreamHook([&](uint64_t at) { return gate.Pass(at); });
+  std::atomic<bool> done{false};
+  std::string got;
+  std::thread reader([&] {
+    got = ReadAll(b, ino, content.size());
+    done = true;
+  });
+  // Blocks 0-4 arrived: the reader has them and waits for block 5.
+  EXPECT_TRUE(Eventually([&] { return b.blocks->Stats().blocks == 5; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(done.load());
+  // A read far ahead of the stream fetches its block itself, without waiting.
+  const int reads = plan_->calls("Read");
+  std::string far(100, '\0');
+  ASSERT_TRUE(b.data->Read(ino, far.data(), far.size(), 9 * kBlock).ok());
+  EXPECT_EQ(far, content.substr(9 * kBlock, 100));
+  EXPECT_EQ(plan_->calls("Read"), reads + 1);
+  gate.Open();
+  reader.join();
+  EXPECT_EQ(got, content);
+  EXPECT_EQ(plan_->calls("ReadStream"), 1) << "no second GET for the blocks streamed";
+  EXPECT_EQ(plan_->calls("Read"), reads + 1);
+  ASSERT_TRUE(b.data->Release(ino).ok());
+}
+
+TEST_F(FileDataTest, AVersionChangedMidStreamIsAnErrorNeverAMix) {
+  const std::string v1 = Pattern(16 * kBlock, 32);
+  uint64_t ib = 0;
+  Mount b = ColdReader(v1, &ib);
+  StreamGate gate(6 * kBlock);
+  std::atomic<bool> changed{false};
+  // The service ends a stream whose version changed: 412 mid-body.
+  plan_->SetStreamHook([&](uint64_t at) {
+    Status s = gate.Pass(at);
+    return changed.load() && at >= 6 * kBlock ? PreconditionFailed() : s;
+  });
+  std::string head(6 * kBlock, '\0');
+  for (uint64_t off = 0; off < head.size(); off += 8192) {
+    ASSERT_TRUE(b.data->Read(ib, head.data() + off, 8192, off).ok());
+  }
+  EXPECT_EQ(head, v1.substr(0, head.size()));
+  Mount a = NewMount("a");
+  uint64_t ia = OpenExisting(a, "f");
+  Write(a, ia, Pattern(16 * kBlock, 33), 0);
+  ASSERT_TRUE(a.data->Release(ia).ok());
+  changed = true;
+  gate.Open();
+  std::string next(100, '\0');
+  auto r = b.data->Read(ib, next.data(), next.size(), 6 * kBlock);
+  EXPECT_TRUE(r.status().Is(Code::kPreconditionFailed)) << r.status().ToString();
+  r = b.data->Read(ib, next.data(), next.size(), 12 * kBlock);
+  EXPECT_TRUE(r.status().Is(Code::kPreconditionFailed)) << r.status().ToString();
+  // What was served is still the first version.
+  ASSERT_TRUE(b.data->Read(ib, next.data(), next.size(), 5 * kBlock).ok());
+  EXPECT_EQ(next, v1.substr(5 * kBlock, 100));
+  ASSERT_TRUE(b.data->Release(ib).ok());
+}
+
+TEST_F(FileDataTest, AStreamFailingMidBlockLeavesNoPartialBlockAndTheNextReadResumes) {
+  const std::string content = Pattern(12 * kBlock, 34);
+  uint64_t ino = 0;
+  Mount b = ColdReader(content, &ino);
+  plan_->SetStreamHook([](uint64_t at) {
+    return at >= 4 * kBlock + kBlock / 2 ? Status(Code::kTransport, "injected: reset") : Status();
+  });
+  char buf[100];
+  ASSERT_TRUE(b.data->Read(ino, buf, sizeof(buf), 0).ok());
+  EXPECT_TRUE(Eventually([&] { return plan_->calls("ReadStream") == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(b.blocks->Stats().blocks, 4u) << "block 4 arrived in part: not cached";
+  plan_->Clear();
+  EXPECT_EQ(ReadAll(b, ino, content.size()), content);
+  EXPECT_EQ(plan_->calls("ReadStream"), 2) << "resumed at block 4";
+  ASSERT_TRUE(b.data->Release(ino).ok());
+}
+
+TEST_F(FileDataTest, TheLastCloseEndsAStreamThatStalled) {
+  const std::string content = Pattern(12 * kBlock, 35);
+  uint64_t ino = 0;
+  Mount b = ColdReader(content, &ino);
+  StreamGate gate(3 * kBlock);  // never opened: the service stalls
+  plan_->SetStreamHook([&](uint64_t at) { return gate.Pass(at); });
+  char buf[100];
+  ASSERT_TRUE(b.data->Read(ino, buf, sizeof(buf), 0).ok());
+  EXPECT_TRUE(Eventually([&] { return b.blocks->Stats().blocks == 3; }));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(b.data->Release(ino).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(b.blocks->Stats().blocks, 3u);
+  plan_->Clear();
+  ino = OpenExisting(b, "f", false);
+  EXPECT_EQ(ReadAll(b, ino, content.size()), content);
+  ASSERT_TRUE(b.data->Release(ino).ok());
+}
+
+TEST_F(FileDataTest, ACacheSmallerThanTheFileStreamsWithinItAndReadsTheWholeFile) {
+  const std::string content = Pattern(40 * kBlock + 5, 36);
+  uint64_t ino = 0;
+  Mount b = ColdReader(content, &ino, 8 * kBlock);
+  EXPECT_EQ(ReadAll(b, ino, content.size()), content);
+  EXPECT_LE(b.blocks->Stats().used, 8 * kBlock);
+  EXPECT_GE(plan_->calls("ReadStream"), 1);
+  EXPECT_LE(plan_->calls("ReadStream") + plan_->calls("Read"), 41) << "no block read twice";
+  ASSERT_TRUE(b.data->Release(ino).ok());
 }
 
 TEST_F(FileDataTest, DirtyBlocksAreNeverEvictedAndAWriterWaitsForRoomThenProceeds) {
