@@ -276,6 +276,10 @@ int Mount(const std::vector<std::string>& args) {
                   HintFor(imported) + "; run stampfs import " + o.container);
     }
   }
+  if (!o.read_only) {
+    Status range = ns.ReserveInoRange();
+    if (!range.ok()) LogWarning("inode numbers not reserved at mount: " + range.ToString());
+  }
   // Per container: a journal must never be replayed into another container
   // that shares the cache directory.
   auto block_cache = BlockCache::Open(o.cache_dir + "/blocks/" + o.container, o.cache_size);

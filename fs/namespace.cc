@@ -469,23 +469,37 @@ Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
 
 Result<uint64_t> Namespace::AllocateIno() {
   std::lock_guard<std::mutex> lock(ino_mu_);
-  if (next_ino_ < ino_limit_) return next_ino_++;
+  if (next_ino_ >= ino_limit_) STAMPFS_RETURN_IF_ERROR(ReserveInoRangeLocked());
+  return next_ino_++;
+}
+
+Status Namespace::ReserveInoRange() {
+  std::lock_guard<std::mutex> lock(ino_mu_);
+  return ReserveInoRangeLocked();
+}
+
+// Ranges grow (ino_range, then twice as many each time, up to 64Ki): a mount
+// that creates many files takes the counter rarely; unused numbers of a
+// range are lost at unmount, which 63 bits absorb.
+Status Namespace::ReserveInoRangeLocked() {
+  const uint64_t count = std::max(
+      options_.ino_range,
+      std::min<uint64_t>(options_.ino_range << std::min<uint64_t>(ino_ranges_, 16), 65536));
   for (int attempt = 0; attempt < 50; ++attempt) {
     table_requests++;
     auto counter = table_.Get(options_.table, kFsPartition, kInoCounterRow);
     STAMPFS_RETURN_IF_ERROR(counter);
     int64_t next = counter->GetInt64("next");
-    Entity updated{kFsPartition,
-                   kInoCounterRow,
-                   {{"next", next + static_cast<int64_t>(options_.ino_range)}},
-                   {}};
+    Entity updated{
+        kFsPartition, kInoCounterRow, {{"next", next + static_cast<int64_t>(count)}}, {}};
     table_requests++;
     auto r = table_.Update(options_.table, updated, UpdateMode::kReplace,
                            Condition::IfMatch(counter->etag));
     if (r.ok()) {
       next_ino_ = static_cast<uint64_t>(next);
-      ino_limit_ = next_ino_ + options_.ino_range;
-      return next_ino_++;
+      ino_limit_ = next_ino_ + count;
+      ino_ranges_++;
+      return Status::Ok();
     }
     if (!r.status().Is(Code::kPreconditionFailed)) return r.status();
     // Another mount took a range first; try again with its result.

@@ -46,8 +46,8 @@ struct NamespaceOptions {
   bool read_only = false;
   std::optional<uint32_t> force_uid;  // -o uid=: shown as owner of everything
   std::optional<uint32_t> force_gid;
-  uint32_t umask = 0;               // -o umask=: applied to modes shown
-  uint64_t ino_range = 1024;        // inode numbers reserved per counter update
+  uint32_t umask = 0;         // -o umask=: applied to modes shown
+  uint64_t ino_range = 4096;  // inode numbers in the first range; each later one doubles (to 64Ki)
   std::function<int64_t()> now_ms;  // clock for TTLs (tests); default: system clock
   // Another live mount's unfinished rename intents are left to it this long;
   // those of a dead process on this host are rolled forward at once.
@@ -95,6 +95,9 @@ class Namespace {
   // read-write mount then rolls forward the unfinished renames that crashed
   // mounts left (RollForwardIntents(false)).
   Status Init();
+  // Takes a range of inode numbers now (a mount about to serve writes), so
+  // the first creates do not wait for ~fs/ino-counter.
+  Status ReserveInoRange();
 
   // Finishes the renames recorded in ~intents: every one (`all`, fsck
   // --repair), or only those no live mount may still be working on (this
@@ -189,6 +192,7 @@ class Namespace {
                                         std::vector<TableOperation> ops, BatchError* error);
   Result<Entity> MergeEntry(uint64_t ino, const std::function<Status(Entity*)>& change);
   Result<uint64_t> AllocateIno();
+  Status ReserveInoRangeLocked();
   Entity NewEntry(const std::string& dir_path, const std::string& name, const Attr& attr) const;
   Entity DotRow(const std::string& dir_path, uint64_t ino) const;
   Result<Attr> InsertEntry(uint64_t parent, const Located& loc, const Entity& entry);
@@ -230,8 +234,9 @@ class Namespace {
   InodeTable inodes_;
 
   std::mutex ino_mu_;
-  uint64_t next_ino_ = 0;   // GUARDED_BY(ino_mu_)
-  uint64_t ino_limit_ = 0;  // GUARDED_BY(ino_mu_)
+  uint64_t next_ino_ = 0;    // GUARDED_BY(ino_mu_)
+  uint64_t ino_limit_ = 0;   // GUARDED_BY(ino_mu_)
+  uint64_t ino_ranges_ = 0;  // ranges taken; GUARDED_BY(ino_mu_)
 
   // Serializes changes per directory partition (striped): the "." ETag we
   // expect stays ours between the read and the batch. Lock order: by stripe index.

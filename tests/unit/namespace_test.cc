@@ -132,6 +132,28 @@ TEST_F(NamespaceTest, DirectoryMtimeMovesWithItsEntriesAndALaterUtimensWins) {
   EXPECT_EQ(m.ns->GetAttr(d->ino)->mtime_ns, *old_times.mtime_ns);
 }
 
+TEST_F(NamespaceTest, InodeRangesAreTakenAheadAndGrow) {
+  Mount m = NewMount();
+  auto counter = [&] { return table_->Get(kTable, "~fs", "ino-counter")->GetInt64("next"); };
+  const int64_t start = counter();
+  ASSERT_TRUE(m.ns->ReserveInoRange().ok());
+  EXPECT_EQ(counter(), start + 4096);
+  uint64_t before = m.ns->table_requests;
+  auto f = m.ns->Create(kRootIno, "first", 0644, 0, 0);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->ino, static_cast<uint64_t>(start)) << "the range taken at mount";
+  EXPECT_EQ(m.ns->table_requests - before, 1u) << "the insert only";
+  ASSERT_TRUE(m.ns->ReserveInoRange().ok());
+  EXPECT_EQ(counter(), start + 4096 + 8192) << "the next range is twice as large";
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(m.ns->ReserveInoRange().ok());
+  EXPECT_EQ(counter(), start + 4096 + 8192 + 16384 + 32768 + 65536 + 65536) << "up to 64Ki";
+  Mount other = NewMount();
+  ASSERT_TRUE(other.ns->ReserveInoRange().ok());
+  auto g = other.ns->Create(kRootIno, "second", 0644, 0, 0);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->ino, static_cast<uint64_t>(start + 4096 + 8192 + 16384 + 32768 + 65536 + 65536));
+}
+
 TEST_F(NamespaceTest, NamesOver255BytesAreRefusedAnd255ByteNamesRoundTrip) {
   Mount m = NewMount();
   EXPECT_EQ(m.ns->Create(kRootIno, std::string(256, 'n'), 0644, 0, 0).status().code(),
