@@ -280,6 +280,8 @@ int Mount(const std::vector<std::string>& args) {
     Status range = ns.ReserveInoRange();
     if (!range.ok()) LogWarning("inode numbers not reserved at mount: " + range.ToString());
   }
+  Status root = ns.ListRoot();
+  if (!root.ok()) LogWarning("root directory not listed at mount: " + root.ToString());
   // Per container: a journal must never be replayed into another container
   // that shares the cache directory.
   auto block_cache = BlockCache::Open(o.cache_dir + "/blocks/" + o.container, o.cache_size);

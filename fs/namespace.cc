@@ -218,6 +218,13 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path,
   return entries;
 }
 
+Status Namespace::ListRoot() {
+  if (!cache_) return Status::Ok();
+  auto listed = FetchListing("/", 1);
+  if (!listed.ok() && !listed.status().Is(Code::kTooLarge)) return listed.status();
+  return Status::Ok();
+}
+
 // A "." row just read against a complete listing's generation: the same
 // ETag confirms every cached entry of the directory for another TTL.
 bool Namespace::ConfirmedBy(const std::string& pk, DirectoryGeneration* gen, const Entity& dot) {

@@ -98,6 +98,10 @@ class Namespace {
   // Takes a range of inode numbers now (a mount about to serve writes), so
   // the first creates do not wait for ~fs/ino-counter.
   Status ReserveInoRange();
+  // Lists the root's first page into the cache (a mount about to serve): the
+  // first lookups and `ls` of the mount point need no request for a TTL,
+  // then one "." read. A root of more pages is left to point reads.
+  Status ListRoot();
 
   // Finishes the renames recorded in ~intents: every one (`all`, fsck
   // --repair), or only those no live mount may still be working on (this

@@ -272,6 +272,38 @@ TEST_F(NamespaceTest, ConcurrentCreateAndRmdirNeverLeaveAFileInARemovedDirectory
   EXPECT_GT(removed_trials, 0) << "the race was never run to a removal";
 }
 
+TEST_F(NamespaceTest, RootListedAtMountAnswersLookupsForATtlThenOneDotRead) {
+  Mount a = NewMount();
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(a.ns->Mkdir(kRootIno, "d" + std::to_string(i), 0755, 0, 0).ok());
+  Mount b = NewMount();
+  uint64_t before = b.ns->table_requests;
+  ASSERT_TRUE(b.ns->ListRoot().ok());
+  EXPECT_EQ(b.ns->table_requests - before, 1u) << "one page";
+  before = b.ns->table_requests;
+  EXPECT_TRUE(b.ns->Lookup(kRootIno, "d1").ok());
+  EXPECT_TRUE(b.ns->Lookup(kRootIno, "missing").status().Is(Code::kNotFound));
+  EXPECT_EQ(b.ns->ReadDir(kRootIno)->size(), 3u);
+  EXPECT_EQ(b.ns->table_requests - before, 0u) << "within the TTL";
+  ASSERT_TRUE(a.ns->Mkdir(kRootIno, "late", 0755, 0, 0).ok());
+  now_ms_ += 5000;
+  before = b.ns->table_requests;
+  EXPECT_TRUE(b.ns->Lookup(kRootIno, "d2").ok());
+  EXPECT_TRUE(b.ns->Lookup(kRootIno, "late").ok())
+      << "another mount's change is seen after the TTL";
+  EXPECT_GE(b.ns->table_requests - before, 1u);
+}
+
+TEST_F(NamespaceTest, RootOfManyPagesIsLeftToPointReadsAtMount) {
+  Mount a = NewMount();
+  for (int i = 0; i < 1001; ++i)
+    ASSERT_TRUE(a.ns->Create(kRootIno, "f" + std::to_string(i), 0644, 0, 0).ok());
+  Mount b = NewMount();
+  ASSERT_TRUE(b.ns->ListRoot().ok());
+  EXPECT_TRUE(b.ns->Lookup(kRootIno, "f1000").ok());
+  EXPECT_EQ(b.ns->ReadDir(kRootIno)->size(), 1001u);
+}
+
 TEST_F(NamespaceTest, ListingWithinTtlNeedsNoRequestAndAfterTtlOneDotRead) {
   Mount m = NewMount();
   auto d = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
