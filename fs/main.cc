@@ -150,7 +150,63 @@ void CommitAtShutdown(FileData& data, const MountOptions& o) {
   }
 }
 
-int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns, FileData& data) {
+// Daemon mode forks first, before anything starts a thread (libcurl, SQLite,
+// the upload and fetch workers: a fork keeps only the calling thread, so a
+// daemon forked later had none and its writes hung). The parent waits on a
+// pipe: one byte once the file system is mounted (exit 0), or end of file
+// when the child failed (exit with the child's status). The child is the
+// daemon: it keeps the terminal's stderr for errors until it is mounted.
+class Daemon {
+ public:
+  // Returns in the child (and at once with -f); in the parent it exits.
+  static Daemon Start(bool foreground) {
+    if (foreground) return Daemon(-1);
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) std::exit(Fail(std::string("pipe: ") + strerror(errno)));
+    pid_t pid = fork();
+    if (pid < 0) std::exit(Fail(std::string("fork: ") + strerror(errno)));
+    if (pid > 0) {
+      close(pipefd[1]);
+      char byte = 0;
+      ssize_t n;
+      do n = read(pipefd[0], &byte, 1);
+      while (n < 0 && errno == EINTR);
+      if (n == 1) std::exit(0);
+      int status = 0;
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      std::exit(WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1);
+    }
+    close(pipefd[0]);
+    setsid();
+    return Daemon(pipefd[1]);
+  }
+
+  // The mount is up: release the parent, leave the terminal.
+  void Mounted() {
+    if (ready_fd_ < 0) return;
+    LogToSyslog();
+    if (chdir("/") != 0) LogWarning(std::string("chdir /: ") + strerror(errno));
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+      dup2(null, 0);
+      dup2(null, 1);
+      dup2(null, 2);
+      if (null > 2) close(null);
+    }
+    char byte = 0;
+    if (write(ready_fd_, &byte, 1) != 1) LogWarning(std::string("mount: ") + strerror(errno));
+    close(ready_fd_);
+    ready_fd_ = -1;
+  }
+
+ private:
+  explicit Daemon(int ready_fd) : ready_fd_(ready_fd) {}
+  int ready_fd_;
+};
+
+int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns, FileData& data,
+          Daemon& daemon) {
   FsContext ctx{&ns, &data, o.attr_timeout, o.read_only};
   std::vector<std::string> argv_s = {"stampfs", "-o", FuseOptionString(o)};
   std::vector<char*> argv;
@@ -162,10 +218,9 @@ int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns,
   int rc = 1;
   if (fuse_set_signal_handlers(se) == 0) {
     if (fuse_session_mount(se, o.mountpoint.c_str()) == 0) {
-      if (fuse_daemonize(o.foreground ? 1 : 0) == 0) {
-        if (!o.foreground) LogToSyslog();
+      {
+        daemon.Mounted();
         LogInfo("mounted container " + o.container + " at " + o.mountpoint);
-        // After daemonizing: the thread must live in the daemon.
         auto control = ControlSocket::Listen(control_path);
         if (!control.ok()) LogWarning("stampfs stat will not work: " + control.status().message());
         if (o.discover > 0 && !o.read_only) ns.StartDiscovery(o.discover);
@@ -222,6 +277,12 @@ int Mount(const std::vector<std::string>& args) {
     return Fail(o.mountpoint + " is already mounted by a running stampfs (stampfs unmount " +
                 o.mountpoint + " first)");
   }
+  // Paths stay valid after the daemon's chdir("/") (the unmount at exit too).
+  std::filesystem::path mnt = std::filesystem::absolute(o.mountpoint).lexically_normal();
+  if (!mnt.has_filename() && mnt != mnt.root_path()) mnt = mnt.parent_path();  // "m/" -> "m"
+  o.mountpoint = mnt.string();
+  if (!o.cache_dir.empty()) o.cache_dir = std::filesystem::absolute(o.cache_dir).string();
+  Daemon daemon = Daemon::Start(o.foreground);
   auto account = LoadAccount(o);
   if (!account.ok()) return Fail(account.status().message());
   // A SAS that cannot write mounts read-only: writes get EROFS, not 403/EACCES.
@@ -296,7 +357,7 @@ int Mount(const std::vector<std::string>& args) {
   RegisterGauge("cache.dirty_bytes", [&] { return (*block_cache)->Stats().uncommitted; });
   RegisterGauge("cache.used_bytes", [&] { return (*block_cache)->Stats().used; });
   RegisterGauge("cache.evicted_bytes", [&] { return (*block_cache)->Stats().evicted; });
-  int rc = Serve(o, *control_path, ns, data);
+  int rc = Serve(o, *control_path, ns, data, daemon);
   ClearGauges();
   return rc;
 }

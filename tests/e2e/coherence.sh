@@ -429,4 +429,5 @@ else
   echo "  (crash points skipped: $E2E_STAMPFS was built without -DSTAMPFS_FAULT_POINTS=ON)"
 fi
 
+e2e_daemon_check
 e2e_finish

@@ -329,4 +329,5 @@ check "nothing replays twice" eval "! grep -q 'dirty journal' '${E2E_LOG[$M]}'"
 e2e_remount fresh
 check "after an empty-cache remount too" eval "cmp '$L/unsynced' '$M/unsynced' && cmp '$L/patched' '$M/patched' && cmp '$L/synced' '$M/synced'"
 
+e2e_daemon_check
 e2e_finish

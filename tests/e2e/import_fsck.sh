@@ -188,4 +188,5 @@ check "the import was logged" grep -q "import $C2: 2 blobs; created 1 files and 
 check "fsck of the auto-imported container: clean" expect_status 0 "files: clean$" -- stampfs fsck "$C2"
 [[ ${E2E_KEEP:-0} == 1 ]] || "$E2E_INSPECT" drop "$C2" >/dev/null
 
+e2e_daemon_check
 e2e_finish

@@ -331,4 +331,5 @@ else
     "${HARDENED[@]}" "${WORDS[@]}"
 fi
 
+e2e_daemon_check
 e2e_finish

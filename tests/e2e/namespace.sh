@@ -549,4 +549,5 @@ e2e_remount keep
 check_eq "ls | wc -l is $N after a remount with the warm cache" "$N" eval 'ls "$B" | wc -l'
 check_eq "attributes after a remount with the warm cache" "$attrs_before" stat_all
 
+e2e_daemon_check
 e2e_finish

@@ -449,4 +449,5 @@ for sig in "${SIGS[@]}"; do
   check "no log holds the SAS signature ${sig:0:6}..." eval "! grep -F -- '$sig' ${LOGS[*]}"
 done
 
+e2e_daemon_check
 e2e_finish

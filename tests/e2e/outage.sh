@@ -276,4 +276,5 @@ e2e_unmount
 E2E_TIMEOUT=300 check "fsck: clean" eval "'$E2E_STAMPFS' fsck '$E2E_CONTAINER' >'$E2E_TMP/fsck.out' 2>&1"
 sed 's/^/  fsck: /' "$E2E_TMP/fsck.out"
 
+e2e_daemon_check
 e2e_finish

@@ -228,4 +228,5 @@ check_eq "the hashed-key file through a fresh mount" long cat "$M/d1/$long_pct"
 check_eq "d1 lists what the table holds" "$(printf '%s\n' "a#b" 'back\slash' big.bin d2 empty link moved.txt renamed "what?" 日本.txt "~tilde" "$long_pct" | sort)" \
   eval 'ls -A "$M/d1" | sort'
 
+e2e_daemon_check
 e2e_finish
