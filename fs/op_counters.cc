@@ -15,7 +15,9 @@ const fuse_lowlevel_ops* g_inner = nullptr;
 thread_local RequestTarget t_target;
 
 // The first argument when it is an inode, the second when it is an entry
-// name (`Named`: not for the xattr operations, whose name is an attribute's).
+// name. `Named` only for the operations whose second argument is one: write's
+// is the data (logged as a path, it put file contents in syslog and read past
+// the buffer), setxattr's an attribute name.
 template <bool Named, typename... Args>
 RequestTarget TargetOf(const Args&... args) {
   RequestTarget target;
@@ -50,7 +52,7 @@ struct Counted<Member, Named, void (*)(fuse_req_t, Args...)> {
   }
 };
 
-template <auto Member, bool Named = true>
+template <auto Member, bool Named = false>
 void Wrap(fuse_lowlevel_ops* ops, const char* name) {
   using Fn = std::remove_reference_t<decltype(ops->*Member)>;
   if (!(g_inner->*Member)) return;
@@ -69,18 +71,18 @@ Counter g_errors_other{"errors.other"};
 const fuse_lowlevel_ops* CountedOperations(const fuse_lowlevel_ops* inner) {
   static fuse_lowlevel_ops ops = *inner;
   g_inner = inner;
-  Wrap<&fuse_lowlevel_ops::lookup>(&ops, "lookup");
+  Wrap<&fuse_lowlevel_ops::lookup, true>(&ops, "lookup");
   Wrap<&fuse_lowlevel_ops::forget>(&ops, "forget");
   Wrap<&fuse_lowlevel_ops::forget_multi>(&ops, "forget_multi");
   Wrap<&fuse_lowlevel_ops::getattr>(&ops, "getattr");
   Wrap<&fuse_lowlevel_ops::setattr>(&ops, "setattr");
   Wrap<&fuse_lowlevel_ops::readlink>(&ops, "readlink");
-  Wrap<&fuse_lowlevel_ops::mknod>(&ops, "mknod");
-  Wrap<&fuse_lowlevel_ops::mkdir>(&ops, "mkdir");
-  Wrap<&fuse_lowlevel_ops::unlink>(&ops, "unlink");
-  Wrap<&fuse_lowlevel_ops::rmdir>(&ops, "rmdir");
+  Wrap<&fuse_lowlevel_ops::mknod, true>(&ops, "mknod");
+  Wrap<&fuse_lowlevel_ops::mkdir, true>(&ops, "mkdir");
+  Wrap<&fuse_lowlevel_ops::unlink, true>(&ops, "unlink");
+  Wrap<&fuse_lowlevel_ops::rmdir, true>(&ops, "rmdir");
   Wrap<&fuse_lowlevel_ops::symlink>(&ops, "symlink");
-  Wrap<&fuse_lowlevel_ops::rename>(&ops, "rename");
+  Wrap<&fuse_lowlevel_ops::rename, true>(&ops, "rename");
   Wrap<&fuse_lowlevel_ops::link>(&ops, "link");
   Wrap<&fuse_lowlevel_ops::open>(&ops, "open");
   Wrap<&fuse_lowlevel_ops::read>(&ops, "read");
@@ -93,12 +95,12 @@ const fuse_lowlevel_ops* CountedOperations(const fuse_lowlevel_ops* inner) {
   Wrap<&fuse_lowlevel_ops::releasedir>(&ops, "releasedir");
   Wrap<&fuse_lowlevel_ops::fsyncdir>(&ops, "fsyncdir");
   Wrap<&fuse_lowlevel_ops::statfs>(&ops, "statfs");
-  Wrap<&fuse_lowlevel_ops::setxattr, false>(&ops, "setxattr");
-  Wrap<&fuse_lowlevel_ops::getxattr, false>(&ops, "getxattr");
+  Wrap<&fuse_lowlevel_ops::setxattr>(&ops, "setxattr");
+  Wrap<&fuse_lowlevel_ops::getxattr>(&ops, "getxattr");
   Wrap<&fuse_lowlevel_ops::listxattr>(&ops, "listxattr");
-  Wrap<&fuse_lowlevel_ops::removexattr, false>(&ops, "removexattr");
+  Wrap<&fuse_lowlevel_ops::removexattr>(&ops, "removexattr");
   Wrap<&fuse_lowlevel_ops::access>(&ops, "access");
-  Wrap<&fuse_lowlevel_ops::create>(&ops, "create");
+  Wrap<&fuse_lowlevel_ops::create, true>(&ops, "create");
   Wrap<&fuse_lowlevel_ops::fallocate>(&ops, "fallocate");
   Wrap<&fuse_lowlevel_ops::readdirplus>(&ops, "readdirplus");
   return &ops;
