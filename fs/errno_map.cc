@@ -55,6 +55,10 @@ int ErrnoFor(const Status& status) {
       return ERANGE;
     case Code::kNotPermitted:
       return EPERM;
+    case Code::kIllegalSequence:
+      return EILSEQ;
+    case Code::kNoSpace:
+      return ENOSPC;
   }
   return EIO;
 }

@@ -37,6 +37,7 @@ const char* FsckKindName(FsckKind kind) {
     case FsckKind::kOrphanPartition: return "orphan-partition";
     case FsckKind::kMissingBlob: return "missing-blob";
     case FsckKind::kEtagMismatch: return "etag-mismatch";
+    case FsckKind::kSharedBlob: return "shared-blob";
     case FsckKind::kBlobWithoutEntry: return "blob-without-entry";
     case FsckKind::kDuplicateIno: return "duplicate-ino";
     case FsckKind::kUnknownRow: return "unknown-row";

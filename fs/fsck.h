@@ -54,6 +54,7 @@ enum class FsckKind {
   kOrphanPartition,
   kMissingBlob,
   kEtagMismatch,
+  kSharedBlob,  // two file entries name one blob: reported, never repaired into
   kBlobWithoutEntry,
   kDuplicateIno,
   kUnknownRow,

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
+#include <vector>
 
 #include "fs/attr.h"
 #include "fs/fsck.h"
@@ -51,8 +53,22 @@ std::set<std::string> Unreferenced(const TableScan& scan, const std::vector<Blob
 }  // namespace
 
 void Fsck::CheckFiles() {
+  // Two entries naming one blob: unlinking either would delete the other's
+  // data, and adopting the blob would make both claim it. Reported only.
+  std::map<std::string, std::vector<std::string>> paths_of_blob;
+  for (const EntryRef& ref : Entries(S_IFREG)) {
+    paths_of_blob[BlobOf(*ref.entry, ref.path)].push_back(ref.path);
+  }
   for (const EntryRef& ref : Entries(S_IFREG)) {
     const std::string blob = BlobOf(*ref.entry, ref.path);
+    if (const auto& paths = paths_of_blob[blob]; paths.size() > 1) {
+      if (paths.front() == ref.path) {
+        std::string all;
+        for (const std::string& p : paths) all += (all.empty() ? "" : ", ") + p;
+        Add(FsckKind::kSharedBlob, ref.path, "blob " + blob + " is named by " + all);
+      }
+      continue;
+    }
     const std::string* betag_p = ref.entry->GetString("betag");
     const std::string betag = betag_p ? *betag_p : "";
     auto it = blobs_by_name_.find(blob);

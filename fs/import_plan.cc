@@ -12,12 +12,12 @@
 #include "fs/inode_table.h"
 #include "fs/names.h"
 #include "storage/table_keys.h"
+#include "storage/utf8.h"
 
 namespace stampfs {
 
 namespace {
 
-constexpr std::string_view kBackslashInBlob = "\xEF\x81\x9C";  // U+F05C
 
 std::string Lower(std::string s) {
   for (char& c : s) {
@@ -57,8 +57,10 @@ std::string ComponentProblem(const std::string& component) {
   return "";
 }
 
-// A blob name's components as file names: U+F05C is '\' (fs/inode_table.h,
-// BlobNameFor: the Blob service would read a '\' as '/').
+// A blob name's components as file names: U+F05C is '\\' and U+F080..U+F0FF
+// a byte that is not UTF-8 (the inverse of BlobNameFor, fs/inode_table.h: the
+// Blob service would read a '\\' as '/', and blob names are UTF-8). Add()
+// refuses a name this does not map back exactly, so no two files share a blob.
 std::vector<std::string> Split(const std::string& name) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -67,11 +69,16 @@ std::vector<std::string> Split(const std::string& name) {
     const std::string part = name.substr(start, slash - start);
     std::string decoded;
     for (size_t i = 0; i < part.size();) {
-      if (part.compare(i, kBackslashInBlob.size(), kBackslashInBlob) == 0) {
-        decoded += '\\';
-        i += kBackslashInBlob.size();
-      } else {
+      char32_t cp = 0;
+      size_t len = DecodeUtf8(part, i, &cp);
+      if (len == 0) {
         decoded += part[i++];
+      } else if (IsBlobEscapeCodePoint(cp)) {
+        decoded += static_cast<char>(cp - 0xF000);
+        i += len;
+      } else {
+        decoded.append(part, i, len);
+        i += len;
       }
     }
     out.push_back(std::move(decoded));
@@ -124,8 +131,15 @@ class TreeBuilder {
       marker = true;
     }
     std::vector<std::string> parts = Split(name);
+    std::string path;
     for (const std::string& p : parts) {
       if (std::string why = ComponentProblem(p); !why.empty()) return Problem(b, why);
+      path += "/" + p;
+    }
+    if (BlobNameFor(path) != name) {
+      return Problem(b, "U+F05C or U+F080..U+F0FF where stampfs would not write them (its "
+                        "characters for '\\' and bytes that are not UTF-8): no file name maps "
+                        "to this blob");
     }
     std::string dir = "/";
     for (size_t i = 0; i < parts.size(); ++i) {

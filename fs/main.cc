@@ -296,6 +296,19 @@ int Mount(const std::vector<std::string>& args) {
       break;
     }
   }
+  // A SAS that writes but cannot delete: unlink, rmdir and rename are refused
+  // up front (EACCES); they would fail half done (a file renamed, its old
+  // blob left; an entry removed, its blob kept).
+  bool can_delete = true;
+  if (!o.read_only && account->HasSas() && !account->HasKey()) {
+    for (const std::string* sas : {&account->sas_token, &account->table_sas_token}) {
+      if (sas->empty() || ParseSas(*sas).can_delete()) continue;
+      LogWarning("the SAS token grants no delete permission (" + DescribeSas(*sas) +
+                 "): unlink, rmdir and rename fail with EACCES");
+      can_delete = false;
+      break;
+    }
+  }
   if (o.cache_dir.empty()) o.cache_dir = DefaultCacheDir(account->account_name, o.container);
   auto lock = LockCacheDir(o.cache_dir);
   if (!lock.ok()) return Fail(lock.status().message());
@@ -311,6 +324,7 @@ int Mount(const std::vector<std::string>& args) {
   nso.table = o.table;
   nso.ttl_ms = static_cast<int64_t>(o.attr_timeout * 1000);
   nso.read_only = o.read_only;
+  nso.can_delete = can_delete;
   nso.force_uid = o.uid;
   nso.force_gid = o.gid;
   nso.umask = o.umask.value_or(0);

@@ -1,6 +1,7 @@
 #include "fs/names.h"
 
 #include "storage/table_keys.h"
+#include "storage/utf8.h"
 
 namespace stampfs {
 
@@ -11,6 +12,25 @@ Status CheckName(const std::string& name) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
       name.find('\0') != std::string::npos) {
     return Status(Code::kInvalidArgument, "invalid file name");
+  }
+  return Status::Ok();
+}
+
+Status CheckNewName(const std::string& name) {
+  STAMPFS_RETURN_IF_ERROR(CheckName(name));
+  for (size_t i = 0; i < name.size();) {
+    char32_t cp = 0;
+    size_t len = DecodeUtf8(name, i, &cp);
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    if (IsBlobEscapeCodePoint(cp)) {
+      return Status(Code::kIllegalSequence,
+                    "names may not hold U+F05C or U+F080..U+F0FF: stampfs stores '\\' and "
+                    "bytes that are not UTF-8 in blob names as these characters");
+    }
+    i += len;
   }
   return Status::Ok();
 }

@@ -12,6 +12,15 @@ inline constexpr size_t kMaxNameBytes = 255;
 
 // kNameTooLong over 255 bytes; kInvalidArgument for "", ".", ".." or a '/'.
 Status CheckName(const std::string& name);
+// CheckName, and for a name being created (create, mkdir, symlink, the target
+// of a rename): kIllegalSequence when it holds U+F05C or U+F080..U+F0FF, the
+// characters blob names use for '\' and for bytes that are not UTF-8
+// (BlobNameFor). Allowed, "a\U+F05C" and "a\\" would name one blob.
+Status CheckNewName(const std::string& name);
+// Whether `cp` is one of the code points BlobNameFor writes for a byte.
+inline bool IsBlobEscapeCodePoint(char32_t cp) {
+  return cp == 0xF05C || (cp >= 0xF080 && cp <= 0xF0FF);
+}
 // Last component of a path ("/a/b" -> "b").
 std::string BaseName(const std::string& path);
 // The file name an entry stands for: its "name" property when the RowKey is

@@ -105,14 +105,21 @@ Attr Namespace::Present(Attr attr) const {
   return attr;
 }
 
+Status Namespace::CheckCanDelete(const char* op) const {
+  if (options_.can_delete) return Status::Ok();
+  return Status(Code::kAuth, std::string(op) + " refused: the credentials grant no delete " +
+                                 "permission (a SAS without 'd'), and it deletes blobs or rows");
+}
+
 Result<std::string> Namespace::PathOf(uint64_t ino) {
   auto p = inodes_.PathOf(ino);
   if (!p) return Status(Code::kNotFound, "inode " + std::to_string(ino) + " is not known");
   return *p;
 }
 
-Result<Namespace::Located> Namespace::Locate(uint64_t parent, const std::string& name) {
-  STAMPFS_RETURN_IF_ERROR(CheckName(name));
+Result<Namespace::Located> Namespace::Locate(uint64_t parent, const std::string& name,
+                                             bool new_name) {
+  STAMPFS_RETURN_IF_ERROR(new_name ? CheckNewName(name) : CheckName(name));
   auto dir = PathOf(parent);
   STAMPFS_RETURN_IF_ERROR(dir);
   return Located{*dir, name, JoinPath(*dir, name)};

@@ -44,6 +44,10 @@ struct NamespaceOptions {
   std::string table;
   int64_t ttl_ms = 1000;  // trust cached metadata this long, then revalidate
   bool read_only = false;
+  // False when the credentials cannot delete (a SAS without 'd'): unlink,
+  // rmdir and rename, which delete blobs or rows, are refused up front
+  // (EACCES) instead of failing half done.
+  bool can_delete = true;
   std::optional<uint32_t> force_uid;  // -o uid=: shown as owner of everything
   std::optional<uint32_t> force_gid;
   uint32_t umask = 0;         // -o umask=: applied to modes shown
@@ -180,7 +184,10 @@ class Namespace {
     std::string name;
     std::string path;
   };
-  Result<Located> Locate(uint64_t parent, const std::string& name);
+  // kAuth (EACCES) when options_.can_delete is false.
+  Status CheckCanDelete(const char* op) const;
+  // `new_name`: the name is being created (CheckNewName), else CheckName.
+  Result<Located> Locate(uint64_t parent, const std::string& name, bool new_name = false);
   Result<std::string> PathOf(uint64_t ino);
   // `fresh` skips the cache (before a conditional write that must not be stale).
   Result<Entity> FetchEntry(const std::string& dir_path, const std::string& name, bool fresh);

@@ -57,7 +57,7 @@ Result<Attr> Namespace::InsertEntry(uint64_t parent, const Located& loc, const E
 Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t mode, uint32_t uid,
                               uint32_t gid) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
-  auto loc = Locate(parent, name);
+  auto loc = Locate(parent, name, true);
   STAMPFS_RETURN_IF_ERROR(loc);
   auto ino = AllocateIno();
   STAMPFS_RETURN_IF_ERROR(ino);
@@ -94,6 +94,7 @@ Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t
 
 Status Namespace::Rmdir(uint64_t parent, const std::string& name) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  STAMPFS_RETURN_IF_ERROR(CheckCanDelete("rmdir"));
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
   auto entry = FetchEntry(loc->parent_path, name, true);
@@ -147,7 +148,7 @@ Result<std::string> Namespace::CheckEmpty(const std::string& pk) {
 Result<Attr> Namespace::Create(uint64_t parent, const std::string& name, uint32_t mode,
                                uint32_t uid, uint32_t gid, bool deferred) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
-  auto loc = Locate(parent, name);
+  auto loc = Locate(parent, name, true);
   STAMPFS_RETURN_IF_ERROR(loc);
   auto ino = AllocateIno();
   STAMPFS_RETURN_IF_ERROR(ino);
@@ -160,7 +161,7 @@ Result<Attr> Namespace::Symlink(uint64_t parent, const std::string& name, const 
                                 uint32_t uid, uint32_t gid) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   if (target.size() > 4095) return Status(Code::kNameTooLong, "symlink target too long");
-  auto loc = Locate(parent, name);
+  auto loc = Locate(parent, name, true);
   STAMPFS_RETURN_IF_ERROR(loc);
   auto ino = AllocateIno();
   STAMPFS_RETURN_IF_ERROR(ino);
@@ -181,6 +182,7 @@ Result<std::string> Namespace::ReadLink(uint64_t ino) {
 
 Result<FileState> Namespace::Unlink(uint64_t parent, const std::string& name) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  STAMPFS_RETURN_IF_ERROR(CheckCanDelete("unlink"));
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
   if (auto dropped =

@@ -170,6 +170,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
                                                    uint64_t new_parent, const std::string& new_name,
                                                    unsigned flags) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  STAMPFS_RETURN_IF_ERROR(CheckCanDelete("rename"));
   if (flags & kExchange) return Status(Code::kInvalidArgument, "RENAME_EXCHANGE is not supported");
   std::lock_guard<std::mutex> lock(rename_mu_);
   // A rename moves table rows: files created here and not yet committed get
@@ -177,7 +178,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   STAMPFS_RETURN_IF_ERROR(MaterializePending());
   auto from = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(from);
-  auto to = Locate(new_parent, new_name);
+  auto to = Locate(new_parent, new_name, true);
   STAMPFS_RETURN_IF_ERROR(to);
   auto src = FetchEntry(from->parent_path, name, true);
   STAMPFS_RETURN_IF_ERROR(src);
@@ -368,8 +369,9 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
         STAMPFS_RETURN_IF_ERROR(CommitInDirectory(from_parent, {del}, nullptr));
       }
       // A replaced file whose blob the copy did not overwrite (the source had
-      // no data yet) leaves a stale blob: the caller deletes it.
-      if (is_file && dst.ok() && StringOr(*src, "betag").empty() &&
+      // no data yet, or is a symlink) leaves a stale blob: the caller deletes it.
+      const bool copied_over = is_file && !StringOr(*src, "betag").empty();
+      if (dst.ok() && EntryType(*dst) == S_IFREG && !copied_over &&
           !StringOr(*dst, "betag").empty()) {
         orphaned->push_back(StringOr(*dst, "blob"));
       }

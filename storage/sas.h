@@ -17,6 +17,8 @@ struct SasGrant {
   // None of the permissions that change anything: w, a, c, d, u, x (write,
   // add, create, delete, update, delete version), p (permanent delete).
   bool read_only() const;
+  // 'd': blobs and table rows can be deleted (unlink, rmdir, rename need it).
+  bool can_delete() const { return permissions.find('d') != std::string::npos; }
 };
 
 // Reads the fields of a token ("sv=...&sp=rl&sig=..."), with or without a

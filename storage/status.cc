@@ -1,5 +1,8 @@
 #include "storage/status.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace stampfs {
 
 const char* CodeName(Code code) {
@@ -27,6 +30,8 @@ const char* CodeName(Code code) {
     case Code::kNoAttribute: return "NoAttribute";
     case Code::kRange: return "Range";
     case Code::kNotPermitted: return "NotPermitted";
+    case Code::kIllegalSequence: return "IllegalSequence";
+    case Code::kNoSpace: return "NoSpace";
   }
   return "Unknown";
 }
@@ -43,6 +48,11 @@ std::string Status::ToString() const {
   }
   if (!message_.empty()) out += ": " + message_;
   return out;
+}
+
+Status LocalError(const std::string& what, int err) {
+  const Code code = err == ENOSPC || err == EDQUOT ? Code::kNoSpace : Code::kInternal;
+  return Status(code, what + ": " + std::strerror(err));
 }
 
 Status Status::WithContext(const std::string& context) const {

@@ -37,6 +37,8 @@ enum class Code {
   kNoAttribute,         // ENODATA: no such xattr
   kRange,               // ERANGE: caller's buffer too small
   kNotPermitted,        // EPERM
+  kIllegalSequence,     // EILSEQ: a name stampfs cannot store (fs/names.h)
+  kNoSpace,             // ENOSPC: the local cache's disk is full
 };
 
 const char* CodeName(Code code);
@@ -108,6 +110,10 @@ class [[nodiscard]] Result {
   Status status_;
   std::optional<T> value_;
 };
+
+// A failed system call on local files (the cache): kNoSpace for a full disk
+// or quota (ENOSPC, EDQUOT), else kInternal; "what: strerror".
+Status LocalError(const std::string& what, int err);
 
 inline const Status& StatusOf(const Status& s) { return s; }
 template <typename T>

@@ -328,6 +328,7 @@ else
     make_sas rl >"$E2E_TMP/sas.ro"
     make_sas racwdlu >"$E2E_TMP/sas.rw"
     make_sas rlw >"$E2E_TMP/sas.rlw"
+    make_sas rwlacup >"$E2E_TMP/sas.nodelete"
     make_container_sas rl >"$E2E_TMP/csas.ro"
     make_table_sas "$TABLE" r >"$E2E_TMP/tsas.ro"
   )
@@ -366,6 +367,22 @@ else
   check "the log line names the operation, the path and the Azure error code" \
     grep -Eq "warning: create /refused.txt: Auth \(403 AuthorizationPermissionMismatch\)" "${E2E_LOG[$P]}"
   e2e_unmount "$P" && _e2e_pass "umount (sp=rlw)"
+  # Issue 12, defect 10: without 'd', rm returned 0 and kept the blob, and
+  # rename returned EACCES after renaming the file (its intent row left).
+  ND=$E2E_TMP/nodelete-mnt
+  mount_step "mount with a SAS that cannot delete (sp=rwlacup)" "$ND" \
+    -o "$SAS_OPTS,sas_token_file=$E2E_TMP/sas.nodelete,cache_dir=$E2E_TMP/cache.nodelete" "$C" "$ND"
+  check "the log says what a SAS without delete refuses" \
+    grep -q "SAS token grants no delete permission (sp=rwlacup" "${E2E_LOG[$ND]}"
+  check "files are written through it" eval "mkdir '$ND/nd' && echo kept >'$ND/nd/f'"
+  check_fails "rm is refused (EACCES)" "Permission denied" rm "$ND/nd/f"
+  check_fails "mv is refused (EACCES)" "Permission denied" mv "$ND/nd/f" "$ND/moved"
+  check_fails "rmdir is refused (EACCES)" "Permission denied" rmdir "$ND/nd"
+  check "after the refusals the tree is as it was" \
+    eval "[[ \$(cat '$ND/nd/f') == kept ]] && test ! -e '$ND/moved'"
+  e2e_unmount "$ND" && _e2e_pass "umount (sp=rwlacup)"
+  check "the refused rename left no intent row" \
+    eval "! '$E2E_INSPECT' entities '$C' '~intents' | grep -q ."
   mount_step "mount with the config file again" "$M" --config "$CONF"
   check_eq "the key-signed mount reads what the SAS mount wrote" "via SAS" cat "$M/sas.txt"
   e2e_unmount "$M" && _e2e_pass "umount"

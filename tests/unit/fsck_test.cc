@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <map>
 
 #include "fs/attr.h"
@@ -123,6 +124,32 @@ TEST_F(FsckTest, EtagMismatchAdoptsTheBlob) {
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(*e->GetString("betag"), etag);
   EXPECT_EQ(e->GetInt64("size"), 17);
+}
+
+// Two entries naming one blob (the twin names of issue 12, from before they
+// were refused): reported, and --repair never adopts the blob into either.
+TEST_F(FsckTest, TwoEntriesNamingOneBlobAreReportedAndLeftAlone) {
+  auto twin = Row("/", "top.bin");
+  ASSERT_TRUE(twin.ok());
+  Entity copy = *twin;
+  copy.row_key = RowKeyForName("twin");
+  copy.etag.clear();
+  copy.properties["ino"] = int64_t{5000};
+  copy.properties["betag"] = std::string("\"0xstale\"");
+  ASSERT_TRUE(table_->Insert(kTable, copy).ok());
+  FsckReport repaired = Check(true);
+  std::vector<std::string> found = Found(repaired);
+  EXPECT_NE(std::find(found.begin(), found.end(), "shared-blob /top.bin"), found.end())
+      << ::testing::PrintToString(found);
+  for (const FsckFinding& f : repaired.findings) {
+    EXPECT_NE(f.kind, FsckKind::kEtagMismatch) << f.where;
+    if (f.kind == FsckKind::kSharedBlob) {
+      EXPECT_FALSE(f.repaired);
+    }
+  }
+  auto after = Row("/", "twin");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(*after->GetString("betag"), "\"0xstale\"") << "no repair adopted the shared blob";
 }
 
 // (Inode numbers made up below stay under the counter, so the counter is

@@ -321,6 +321,23 @@ TEST_F(ImportTest, PrivateUseBackslashInBlobNamesIsABackslashInFileNames) {
   EXPECT_EQ(*e->GetString("blob"), BlobNameFor("/dir\\x/back\\slash"));
 }
 
+// U+F080..U+F0FF is how stampfs stores a byte that is not UTF-8: imported
+// as that byte, so the file's blob is the blob it came from; a blob using
+// those characters where stampfs never would (their bytes forming UTF-8)
+// maps to no file name and is reported, never shared by two files.
+TEST_F(ImportTest, PrivateUseBytesInBlobNamesAreTheBytesTheyStoreAndNoNameMapsTwice) {
+  PutBlob("c\xEF\x83\x83" "d", "one");          // "c<0xC3>d"
+  PutBlob("e\xEF\x83\x83\xEF\x82\xA9", "two");  // would be "e" + C3 A9 = "eé"
+  ImportReport r = Import();
+  EXPECT_EQ(r.files_created, 1u);
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_EQ(r.problems[0].blob, "e\xEF\x83\x83\xEF\x82\xA9");
+  auto e = Entry("/", "c\xC3" "d");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(*e->GetString("blob"), "c\xEF\x83\x83" "d");
+  EXPECT_EQ(BlobNameFor("/c\xC3" "d"), "c\xEF\x83\x83" "d");
+}
+
 TEST_F(ImportTest, RerunChangesNothing) {
   PutBlob("a/b/c", "1");
   PutBlob("d", "2");

@@ -7,8 +7,11 @@
 
 #include <atomic>
 #include <filesystem>
+#include <set>
 #include <thread>
 
+#include "fs/errno_map.h"
+#include "fs/inode_table.h"
 #include "fs/names.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
@@ -585,6 +588,31 @@ TEST(BlobNames, BackslashIsStoredAsAPrivateUseCharacterNotASeparator) {
   // Bytes that are not UTF-8 map one to one; valid UTF-8 stays as it is.
   EXPECT_EQ(BlobNameFor("/x\xff\xfe"), "x\xEF\x83\xBF\xEF\x83\xBE");
   EXPECT_EQ(BlobNameFor("/caf\xC3\xA9"), "caf\xC3\xA9");
+}
+
+// "a\\b" is stored as blob "a<U+F05C>b" and "c<0xC3>d" as "c<U+F0C3>d": a file
+// named with those characters would share the other's blob (a rename onto
+// the twin overwrote the other file's data). The twin is refused: EILSEQ.
+TEST_F(NamespaceTest, NamesHoldingTheBlobEscapeCharactersAreRefused) {
+  Mount m = NewMount();
+  ASSERT_TRUE(m.ns->Create(kRootIno, "a\\b", 0644, 0, 0).ok());
+  ASSERT_TRUE(m.ns->Create(kRootIno, "c\xC3" "d", 0644, 0, 0).ok());
+  const std::string twins[] = {"a\xEF\x81\x9C" "b", "c\xEF\x83\x83" "d", "x\xEF\x82\x80"};
+  for (const std::string& twin : twins) {
+    EXPECT_TRUE(m.ns->Create(kRootIno, twin, 0644, 0, 0).status().Is(Code::kIllegalSequence));
+    EXPECT_TRUE(m.ns->Mkdir(kRootIno, twin, 0755, 0, 0).status().Is(Code::kIllegalSequence));
+    EXPECT_TRUE(m.ns->Symlink(kRootIno, twin, "t", 0, 0).status().Is(Code::kIllegalSequence));
+    EXPECT_TRUE(m.ns->Rename(kRootIno, "a\\b", kRootIno, twin, 0).status().Is(Code::kIllegalSequence));
+    EXPECT_TRUE(m.ns->Lookup(kRootIno, twin).status().Is(Code::kNotFound)) << "lookups answer";
+  }
+  // Other private-use characters map to themselves and are allowed.
+  EXPECT_TRUE(m.ns->Create(kRootIno, "y\xEF\x81\x9B", 0644, 0, 0).ok());
+  EXPECT_EQ(ErrnoFor(Status(Code::kIllegalSequence, "")), EILSEQ);
+  auto listing = m.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  std::set<std::string> blobs;
+  for (const DirEntry& e : *listing) blobs.insert(BlobNameFor("/" + e.name));
+  EXPECT_EQ(blobs.size(), listing->size()) << "one blob per name";
 }
 
 TEST_F(NamespaceTest, FilesWithNamesThatAreNotUtf8CanBeCreated) {
