@@ -17,9 +17,7 @@ namespace {
 
 bool Uncommitted(BlockState s) { return s == BlockState::kDirty || s == BlockState::kStaged; }
 
-Status Errno(const std::string& what) {
-  return Status(Code::kInternal, what + ": " + std::strerror(errno));
-}
+Status Errno(const std::string& what) { return LocalError(what, errno); }
 
 // Zeroes [offset, offset + length) when the file system cannot punch holes.
 void WriteZeros(int fd, uint64_t offset, uint64_t length) {

@@ -62,6 +62,7 @@ constexpr const char* kSql[kStmtCount] = {
 
 Status SqlError(sqlite3* db, int rc, const std::string& what) {
   Code code = (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB ? Code::kCorruption
+               : (rc & 0xff) == SQLITE_FULL                                 ? Code::kNoSpace
                                                                             : Code::kInternal;
   return Status(code, "block index: " + what + ": " + sqlite3_errmsg(db));
 }

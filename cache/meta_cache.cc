@@ -247,6 +247,9 @@ Status SqliteStatus(sqlite3* db, int rc, const std::string& what) {
     case SQLITE_TOOBIG:
       code = Code::kTooLarge;
       break;
+    case SQLITE_FULL:
+      code = Code::kNoSpace;
+      break;
     default:
       break;
   }

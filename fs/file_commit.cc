@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <ctime>
+#include <random>
 
 #include "fs/file_data.h"
 #include "fs/inode_table.h"
@@ -298,7 +300,9 @@ Status FileData::OnConflict(const FilePtr& fp, Lock& lock, const Status& why) {
   if (!copy.ok()) {
     LogError("conflict on " + f.path + ": saving this mount's data as a copy failed (" +
              copy.status().ToString() + "); it stays in the cache journal");
-    return copy.status();
+    // Still a conflict to the caller (EIO), whatever stopped the copy.
+    return Status(Code::kPreconditionFailed,
+                  "conflict on " + f.path + ": no copy saved: " + copy.status().message());
   }
   LogWarning("conflict: another writer committed " + f.path +
              " first; this mount's data was saved as " + *copy);
@@ -316,7 +320,11 @@ Status FileData::OnConflict(const FilePtr& fp, Lock& lock, const Status& why) {
   cache_.Discard(f.cache_id).PermitUnchecked();
   cache_.Release(f.cache_id);
   f.loaded = false;
+  f.conflicts++;  // the opens made before now write no more (FileData::Write)
   STAMPFS_RETURN_IF_ERROR(Bind(f, now));
+  // A new file whose name another mount's file took: this inode has no name
+  // any more, and what is written to it would be committed nowhere.
+  f.name_lost = !st.ok();
   return Status(Code::kPreconditionFailed,
                 "conflict on " + f.path + ": this mount's data was saved as " + *copy);
 }
@@ -336,7 +344,8 @@ Result<std::string> FileData::SaveConflictCopy(const FilePtr& fp, Lock& lock,
   }
   Result<Attr> created = Status(Code::kAlreadyExists, "no name tried");
   std::string name;
-  for (int attempt = 0; attempt < 10 && created.status().Is(Code::kAlreadyExists); ++attempt) {
+  for (int attempt = 0; attempt < kConflictNameAttempts && created.status().Is(Code::kAlreadyExists);
+       ++attempt) {
     if (!parent.ok()) break;
     name = ConflictName(BaseName(path), attempt);
     created = ns_.Create(parent->ino, name, f.attr.mode & 07777, f.attr.uid, f.attr.gid);
@@ -378,7 +387,14 @@ std::string FileData::ConflictName(const std::string& base, int attempt) const {
   char stamp[32];
   strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &utc);
   std::string suffix = ".conflict-" + options_.host + "-" + stamp;
-  if (attempt > 0) suffix += "-" + std::to_string(attempt);
+  // Names taken within the same second: a random tag (a counter collided
+  // with other mounts' and earlier copies' counters).
+  if (attempt > 0) {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    char tag[17];
+    snprintf(tag, sizeof(tag), "%016llx", static_cast<unsigned long long>(rng()));
+    suffix += "-" + std::string(tag, 8);
+  }
   std::string head = base;
   if (head.size() + suffix.size() > kMaxNameBytes) head.resize(kMaxNameBytes - suffix.size());
   return head + suffix;

@@ -152,6 +152,7 @@ Result<OpenResult> FileData::Open(uint64_t ino, OpenFlags flags) {
     auto seen = recent_.Get(ino);
     result.keep_cache = !f->base_etag.empty() && seen && seen->etag == f->base_etag;
   }
+  result.handle = f->conflicts;
   if (flags.created && !f->dirty) {
     f->dirty = true;  // even an empty new file gets its blob
     s = Journal(*f);
@@ -176,12 +177,18 @@ Result<size_t> FileData::Read(uint64_t ino, char* buf, size_t size, uint64_t off
   return ReadLocked(f, lock, buf, size, offset);
 }
 
-Result<size_t> FileData::Write(uint64_t ino, const char* buf, size_t size, uint64_t offset) {
+Result<size_t> FileData::Write(uint64_t ino, const char* buf, size_t size, uint64_t offset,
+                               bool append, uint64_t handle) {
   FilePtr f = Find(ino);
   if (!f) return Status(Code::kInvalidArgument, "file is not open");
   Lock lock(f->mu);
   if (!f->loaded) return Status(Code::kInvalidArgument, "file is not open");
-  return WriteLocked(f, lock, buf, size, offset);
+  if (f->name_lost || (handle != kAnyHandle && handle != f->conflicts)) {
+    return Status(Code::kPreconditionFailed,
+                  f->path + ": another writer's version replaced this open file's data, which " +
+                      "was saved as a conflict copy: reopen to write");
+  }
+  return WriteLocked(f, lock, buf, size, offset, append);
 }
 
 Status FileData::Flush(uint64_t ino) {

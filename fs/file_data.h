@@ -80,7 +80,13 @@ struct OpenFlags {
 
 struct OpenResult {
   bool keep_cache = false;  // the kernel's page cache still holds this version
+  // Identifies the open for Write: a conflict copy saved while a file is open
+  // ends the writes of every open made before it (FileData::Write).
+  uint64_t handle = 0;
 };
+
+// Write's `handle` when the caller holds no OpenResult (tests, replay).
+inline constexpr uint64_t kAnyHandle = ~uint64_t{0};
 
 class FileData {
  public:
@@ -89,7 +95,13 @@ class FileData {
 
   Result<OpenResult> Open(uint64_t ino, OpenFlags flags);
   Result<size_t> Read(uint64_t ino, char* buf, size_t size, uint64_t offset);
-  Result<size_t> Write(uint64_t ino, const char* buf, size_t size, uint64_t offset);
+  // `append` (O_APPEND): at the open file's end; `offset` is ignored.
+  // kPreconditionFailed (EIO) when a conflict copy was saved since `handle`
+  // was opened: the open file shows the winning version now, and a write
+  // meant for the data that went to the copy must not land on it (a shell's
+  // `>` flushes the new file on close(3) after dup2, then writes fd 1).
+  Result<size_t> Write(uint64_t ino, const char* buf, size_t size, uint64_t offset,
+                       bool append = false, uint64_t handle = kAnyHandle);
   // Commits the file if it has changes (flush, fsync).
   Status Flush(uint64_t ino);
   // Drops one open; the last one commits changes left.
@@ -171,6 +183,8 @@ class FileData {
     uint64_t prefetched = 0;         // read-ahead issued (or found cached) below this block
     std::shared_ptr<Stream> stream;  // the read-ahead stream, if one runs
     std::string delete_on_close;
+    uint64_t conflicts = 0;  // conflict copies saved while loaded: OpenResult::handle
+    bool name_lost = false;  // a conflict gave its name to another file: writes fail
   };
   using FilePtr = std::shared_ptr<OpenFile>;
 
@@ -198,7 +212,7 @@ class FileData {
   // file_io.cc: reads, writes, truncation under the file's lock.
   Result<size_t> ReadLocked(const FilePtr& fp, Lock& lock, char* buf, size_t size, uint64_t off);
   Result<size_t> WriteLocked(const FilePtr& fp, Lock& lock, const char* buf, size_t size,
-                             uint64_t off);
+                             uint64_t off, bool append = false);
   Status PrepareWrite(OpenFile& f, Lock& lock, uint64_t off, uint64_t end, bool* relocked);
   Status TruncateLocked(OpenFile& f, Lock& lock, uint64_t size);
   Status Reread(OpenFile& f, Lock& lock, const Status& why);
@@ -245,7 +259,9 @@ class FileData {
   Result<Attr> Resolve(const std::string& path, std::vector<uint64_t>* looked_up);
   void ForgetLookups(const std::vector<uint64_t>& looked_up);
   Status ReplayOne(const CacheFileInfo& info);
+  // NAME.conflict-HOST-TIME, then with a random tag once that is taken.
   std::string ConflictName(const std::string& base, int attempt) const;
+  static constexpr int kConflictNameAttempts = 32;
 
   Namespace& ns_;
   BlobStore& blobs_;

@@ -14,9 +14,7 @@ namespace stampfs {
 
 namespace {
 
-Status ErrnoStatus(const std::string& what) {
-  return Status(Code::kInternal, what + ": " + std::strerror(errno));
-}
+Status ErrnoStatus(const std::string& what) { return LocalError(what, errno); }
 
 Status PreadFully(int fd, char* buf, size_t n, uint64_t off) {
   size_t done = 0;
@@ -135,15 +133,20 @@ Status FileData::PrepareWrite(OpenFile& f, Lock& lock, uint64_t off, uint64_t en
 }
 
 Result<size_t> FileData::WriteLocked(const FilePtr& fp, Lock& lock, const char* buf, size_t size,
-                                     uint64_t off) {
+                                     uint64_t off, bool append) {
   OpenFile& f = *fp;
   if (size == 0) return size_t{0};
+  while (f.busy) f.cv.wait(lock);
+  STAMPFS_RETURN_IF_ERROR(Backpressure(fp, lock, size));
+  // O_APPEND: at the end of the version this open file extends (validated
+  // at open, and what its commit is conditional on), never at the kernel's
+  // offset, which comes from an i_size that may predate another mount's
+  // append (written there, it overwrote that mount's data).
+  if (append) off = f.size;
   const uint64_t end = off + size;
   if (end < off || end > f.layout.MaxFileSize()) {
     return Status(Code::kTooLarge, f.path + ": beyond the largest file a block blob holds");
   }
-  while (f.busy) f.cv.wait(lock);
-  STAMPFS_RETURN_IF_ERROR(Backpressure(fp, lock, size));
   const uint64_t first = f.layout.IndexAt(off), last = f.layout.IndexAt(end - 1);
   PinRange pins(cache_, f.cache_id, first, last);
   for (;;) {
@@ -153,6 +156,8 @@ Result<size_t> FileData::WriteLocked(const FilePtr& fp, Lock& lock, const char* 
     STAMPFS_RETURN_IF_ERROR(PrepareWrite(f, lock, off, end, &relocked));
     if (!relocked) break;
   }
+  // Another write of this mount moved the end while the lock was let go.
+  if (append && off != f.size) return WriteLocked(fp, lock, buf, size, f.size, true);
   STAMPFS_RETURN_IF_ERROR(PwriteFully(f.fd, buf, size, off));
   const uint64_t old_size = f.size;
   const uint64_t new_size = std::max(old_size, end);

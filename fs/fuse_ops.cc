@@ -265,7 +265,8 @@ void OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   if (!attr.ok()) return ReplyError(req, attr.status(), "create");
   auto opened = c.data->Open(attr->ino, OpenFlagsOf(fi->flags, created));
   if (!opened.ok()) return ReplyError(req, opened.status(), "create");
-  fi->fh = attr->ino;
+  fi->fh = opened->handle;
+  fi->direct_io = (fi->flags & O_APPEND) ? 1 : 0;
   fuse_entry_param e = EntryFor(req, *attr);
   fuse_reply_create(req, &e, fi);
 }
@@ -274,8 +275,12 @@ void OnOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   FsContext& c = Ctx(req);
   auto opened = c.data->Open(ino, OpenFlagsOf(fi->flags, false));
   if (!opened.ok()) return ReplyError(req, opened.status(), "open");
-  fi->fh = ino;
+  fi->fh = opened->handle;
   fi->keep_cache = opened->keep_cache ? 1 : 0;
+  // O_APPEND writes land at the daemon's end of file, not the kernel's
+  // offset (FileData::Write): the page cache, placing them by the kernel's
+  // i_size, would show them elsewhere.
+  fi->direct_io = (fi->flags & O_APPEND) ? 1 : 0;
   fuse_reply_open(req, fi);
 }
 
@@ -287,8 +292,9 @@ void OnRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
 }
 
 void OnWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
-             fuse_file_info*) {
-  auto n = Ctx(req).data->Write(ino, buf, size, static_cast<uint64_t>(off));
+             fuse_file_info* fi) {
+  const bool append = (fi->flags & O_APPEND) != 0;
+  auto n = Ctx(req).data->Write(ino, buf, size, static_cast<uint64_t>(off), append, fi->fh);
   if (!n.ok()) return ReplyError(req, n.status(), "write");
   fuse_reply_write(req, *n);
 }

@@ -65,6 +65,38 @@ check "a mkdir on one mount is listed on the other within the TTL" \
 check "an unlink on one mount disappears from the other's listing within the TTL" \
   eval "rm '$M2/v1' && within $((E2E_ATTR_TIMEOUT + 2)) \"! ls '$M' | grep -qx v1\""
 
+# Issue 12, defect 2: B's appends used B's i_size from before A's append and
+# overwrote it (If-Match the new version: no conflict, no copy).
+appends_keep_every_record() {
+  printf 'a1\n' >"$M/app" && cat "$M2/app" >/dev/null &&
+    printf 'a2-long\n' >>"$M/app" &&
+    printf 'b1\n' >>"$M2/app" && printf 'b2\n' >>"$M2/app" || return 1
+  local want=$'a1\na2-long\nb1\nb2'
+  [[ $(cat "$M2/app") == "$want" ]] || { echo "B reads: $(od -c "$M2/app" | head -5)"; return 1; }
+  within $((E2E_ATTR_TIMEOUT + 2)) "[[ \$(cat '$M/app') == \"$want\" ]]" >/dev/null ||
+    { echo "A reads: $(od -c "$M/app" | head -5)"; return 1; }
+}
+check "appends from two mounts keep every record, in order" appends_keep_every_record
+
+# Defect 3: bash's close(3) after dup2 flushes the empty new file, which
+# conflicts with B's; the write to fd 1 that follows must reach the copy or
+# fail, never succeed and vanish.
+redirect_conflict_loses_nothing() {
+  # A lists rd (its cached listing then answers "no f" for the TTL) before B
+  # writes rd/f, so A's redirect creates a file of its own.
+  mkdir "$M/rd" && within $((E2E_ATTR_TIMEOUT + 2)) "[[ -d '$M2/rd' ]]" >/dev/null &&
+    ls "$M/rd" >/dev/null && printf 'from-B\n' >"$M2/rd/f" || return 1
+  local rc=0
+  (printf 'from-A\n' >"$M/rd/f") 2>/dev/null || rc=$?
+  if ((rc == 0)); then
+    cat "$M/rd/f" "$M"/rd/f.conflict-* 2>/dev/null | grep -qx from-A ||
+      { echo "printf exited 0 but from-A is in neither the file nor a copy"; ls -l "$M/rd"; return 1; }
+  fi
+  echo "printf exited $rc; $(ls "$M/rd" | wc -l) names in rd"
+}
+check "a shell redirect meeting another mount's file: its data is kept or the write fails" \
+  redirect_conflict_loses_nothing
+
 mount_other "$M3" 0
 check "attr_timeout=0: a closed file is current at once" \
   eval "for i in 1 2 3 4 5; do echo \"version \$i\" >'$M/now' && [[ \$(cat '$M3/now') == \"version \$i\" ]] || exit 1; done"

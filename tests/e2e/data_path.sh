@@ -329,5 +329,37 @@ check "nothing replays twice" eval "! grep -q 'dirty journal' '${E2E_LOG[$M]}'"
 e2e_remount fresh
 check "after an empty-cache remount too" eval "cmp '$L/unsynced' '$M/unsynced' && cmp '$L/patched' '$M/patched' && cmp '$L/synced' '$M/synced'"
 
+# ---------------------------------------------------------------------------
+# Issue 12, defect 12: a full cache disk gave EIO for write, fsync and close,
+# and the new file vanished. It is ENOSPC, and what was written before stays.
+section "the cache's disk is full: ENOSPC, nothing written before is lost"
+e2e_unmount
+e2e_new_cache
+mkdir -p "$E2E_CACHE"
+if mount -t tmpfs -o size=24m stampfs-e2e-full "$E2E_CACHE" 2>/dev/null; then
+  e2e_mount
+  head -c $((64 * 1024 * 1024)) /dev/urandom >"$L/full.src"
+  full_disk() {
+    local out rc=0
+    out=$(dd if="$L/full.src" of="$M/full" bs=1M 2>&1) || rc=$?
+    ((rc != 0)) || { echo "dd wrote 64 MiB into a 24 MiB cache disk"; return 1; }
+    grep -q "No space left on device" <<<"$out" || { echo "dd: $out"; return 1; }
+    local bytes
+    bytes=$(sed -n 's/^\([0-9]*\) bytes.*/\1/p' <<<"$out" | tail -1)
+    echo "dd stopped after $bytes bytes"
+    ((bytes > 0)) || return 1
+    [[ -e $M/full ]] || { echo "the file is gone from its directory"; return 1; }
+    head -c "$bytes" "$L/full.src" >"$L/full.expected"
+    cmp -n "$bytes" "$L/full.expected" "$M/full" || return 1
+    rm -f "$M/full" && ! ls "$M" | grep -qx full
+  }
+  E2E_TIMEOUT=300 check "dd into a full cache disk fails with ENOSPC, keeps what it wrote, and rm works" full_disk
+  e2e_unmount
+  umount "$E2E_CACHE" 2>/dev/null || umount -l "$E2E_CACHE"
+  rm -f "$L/full.expected" "$L/full.src"
+else
+  echo "  SKIP  cannot mount a tmpfs for the cache (not root?)"
+fi
+
 e2e_daemon_check
 e2e_finish

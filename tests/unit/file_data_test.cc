@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "storage/cancel.h"
@@ -72,6 +73,7 @@ class FileDataTest : public ::testing::Test {
     fo.single_put_limit = 2 * kBlock;
     fo.conflict = policy;
     fo.host = "testhost";
+    if (now_) fo.now_ns = now_;
     m.data = std::make_unique<FileData>(*m.ns, *blobs_, *m.blocks, fo);
     return m;
   }
@@ -127,6 +129,7 @@ class FileDataTest : public ::testing::Test {
     ASSERT_TRUE(m.data->Release(ino).ok());
   }
 
+  std::function<int64_t()> now_;  // FileData's clock when set
   std::shared_ptr<FaultPlan> plan_;
   std::unique_ptr<TableStore> raw_table_ = MakeFakeTableStore();
   std::unique_ptr<BlobStore> raw_blobs_ = MakeFakeBlobStore();
@@ -764,6 +767,87 @@ TEST_F(FileDataTest, AConflictCopyLandsInTheFilesOwnDirectory) {
   }
 }
 
+// mkdir z0 z1; ln -s t z0/a; echo hello > z1/b; mv -T z0/a z1/b: the
+// replaced file's blob went nowhere (left behind, and the next file named
+// z1/b met it as a false conflict).
+TEST_F(FileDataTest, ASymlinkRenamedOverAFileInAnotherDirectoryLeavesNoBlob) {
+  Mount a = NewMount("a");
+  auto z0 = a.ns->Mkdir(kRootIno, "z0", 0755, 0, 0);
+  auto z1 = a.ns->Mkdir(kRootIno, "z1", 0755, 0, 0);
+  ASSERT_TRUE(z0.ok() && z1.ok());
+  ASSERT_TRUE(a.ns->Symlink(z0->ino, "a", "t", 0, 0).ok());
+  auto b = a.ns->Create(z1->ino, "b", 0644, 0, 0);
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(a.data->Open(b->ino, OpenFlags{true, true, true}).ok());
+  Write(a, b->ino, "hello\n", 0);
+  ASSERT_TRUE(a.data->Release(b->ino).ok());
+  ASSERT_EQ(Blob("z1/b"), "hello\n");
+  auto orphans = a.ns->Rename(z0->ino, "a", z1->ino, "b", 0);
+  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
+  for (const std::string& blob : *orphans) a.data->DeleteBlobWhenUnused(0, blob);
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "z1/b").status().Is(Code::kNotFound));
+  // The name takes a new file without a conflict.
+  ASSERT_TRUE(a.ns->Unlink(z1->ino, "b").ok());
+  auto again = a.ns->Create(z1->ino, "b", 0644, 0, 0);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(a.data->Open(again->ino, OpenFlags{true, true, true}).ok());
+  Write(a, again->ino, "new\n", 0);
+  EXPECT_TRUE(a.data->Release(again->ino).ok());
+  EXPECT_EQ(Blob("z1/b"), "new\n");
+}
+
+// Mount a writes a1, b reads it, a appends a2-long, b appends b1 and b2 with
+// the kernel's offsets from the size b saw first: the appends go at the end
+// of the version b's open validated, and a's bytes stay.
+TEST_F(FileDataTest, AnAppendLandsAtTheEndOfTheVersionItExtendsNotAtAStaleOffset) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  Commit(a, "log", "a1\n");
+  uint64_t ib = OpenExisting(b, "log", false);
+  EXPECT_EQ(ReadAll(b, ib, 3), "a1\n");
+  ASSERT_TRUE(b.data->Release(ib).ok());
+  uint64_t ia = OpenExisting(a, "log");
+  auto wa = a.data->Write(ia, "a2-long\n", 8, 3, true);
+  ASSERT_TRUE(wa.ok());
+  ASSERT_TRUE(a.data->Release(ia).ok());
+  uint64_t kernel_size = 3;  // b's i_size: a's append is not known there yet
+  for (const std::string rec : {"b1\n", "b2\n"}) {
+    ib = OpenExisting(b, "log");
+    auto wb = b.data->Write(ib, rec.data(), rec.size(), kernel_size, true);
+    ASSERT_TRUE(wb.ok()) << wb.status().ToString();
+    kernel_size += rec.size();
+    ASSERT_TRUE(b.data->Release(ib).ok());
+  }
+  EXPECT_EQ(Blob("log"), "a1\na2-long\nb1\nb2\n");
+}
+
+// Copies of one file within one second (a fixed clock): each gets a name of
+// its own, and the conflict stays EIO (it once ran out of names: EEXIST).
+TEST_F(FileDataTest, ManyConflictCopiesWithinOneSecondGetNamesOfTheirOwn) {
+  now_ = [] { return int64_t{1'700'000'000} * 1'000'000'000; };
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  Commit(a, "doc", "v0");
+  std::set<std::string> contents;
+  for (int i = 0; i < 14; ++i) {
+    uint64_t ia = OpenExisting(a, "doc");
+    uint64_t ib = OpenExisting(b, "doc");
+    Write(a, ia, "from a #" + std::to_string(i), 0);
+    Write(b, ib, "from b #" + std::to_string(i), 0);
+    ASSERT_TRUE(b.data->Release(ib).ok());
+    Status s = a.data->Release(ia);
+    ASSERT_TRUE(s.Is(Code::kPreconditionFailed)) << i << ": " << s.ToString();
+    contents.insert("from a #" + std::to_string(i));
+  }
+  auto listing = a.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  std::set<std::string> copies;
+  for (const DirEntry& e : *listing) {
+    if (e.name.rfind("doc.conflict-testhost-20231114T221320Z", 0) == 0) copies.insert(Blob(e.name));
+  }
+  EXPECT_EQ(copies, contents) << "every writer's data in a copy of its own";
+}
+
 // Creates without O_EXCL: the entry waits for the first commit.
 class DeferredCreateTest : public FileDataTest {
  protected:
@@ -824,6 +908,40 @@ TEST_F(DeferredCreateTest, ANewFileIsOnePutAndOneTransactionAtItsCommit) {
   auto props = raw_blobs_->GetProperties(kContainer, "new");
   ASSERT_TRUE(props.ok());
   EXPECT_EQ(st->blob_etag, props->etag);
+}
+
+// printf 'from-A' > A/f while B made f: bash's close(3) after dup2 flushes
+// the still-empty new file, which conflicts (a copy is saved, the open file
+// shows B's version); the write to fd 1 that follows must not succeed and
+// vanish (it did: the copy empty, from-A nowhere, close 0). It fails (EIO);
+// an open made after the conflict writes as usual.
+TEST_F(DeferredCreateTest, AWriteAfterAnEarlyFlushFoundAConflictFailsInsteadOfVanishing) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  auto attr = a.ns->Create(kRootIno, "f", 0644, 0, 0, true);
+  ASSERT_TRUE(attr.ok());
+  auto opened = a.data->Open(attr->ino, OpenFlags{true, true, true});
+  ASSERT_TRUE(opened.ok());
+  Commit(b, "f", "from-B\n");
+  EXPECT_TRUE(a.data->Flush(attr->ino).Is(Code::kPreconditionFailed)) << "close(3): the conflict";
+  auto w = a.data->Write(attr->ino, "from-A\n", 7, 0, false, opened->handle);
+  EXPECT_TRUE(w.status().Is(Code::kPreconditionFailed)) << "write(1) after it";
+  // The inode lost its name to B's file: an open of it (the kernel's dentry
+  // within the TTL) may not write either (it was accepted, then committed
+  // nowhere).
+  auto stale = a.data->Open(attr->ino, OpenFlags{false, false, true});
+  ASSERT_TRUE(stale.ok());
+  EXPECT_TRUE(a.data->Write(attr->ino, "lost?\n", 6, 0, false, stale->handle)
+                  .status()
+                  .Is(Code::kPreconditionFailed));
+  EXPECT_TRUE(a.data->Release(attr->ino).ok());
+  EXPECT_TRUE(a.data->Release(attr->ino).ok());
+  // The name, looked up again, is B's file, and writes to it commit.
+  uint64_t winner = OpenExisting(a, "f");
+  EXPECT_NE(winner, attr->ino);
+  Write(a, winner, "again\n", 7);
+  EXPECT_TRUE(a.data->Release(winner).ok());
+  EXPECT_EQ(Blob("f"), "from-B\nagain\n");
 }
 
 TEST_F(DeferredCreateTest, AnUnlinkBeforeTheCommitLeavesNothing) {
