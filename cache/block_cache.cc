@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -128,6 +129,17 @@ Status BlockCache::Load() {
 BlockCache::File* BlockCache::Find(int64_t id) {
   auto it = files_.find(id);
   return it == files_.end() ? nullptr : &it->second;
+}
+
+Status BlockCache::CheckDiskRoom(uint64_t bytes) const {
+  struct statvfs fs;
+  if (statvfs(dir_.c_str(), &fs) != 0) return Status::Ok();  // the write itself will tell
+  const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  if (free_bytes >= bytes + kDiskReserve) return Status::Ok();
+  return Status(Code::kNoSpace, "the cache's disk (" + dir_ + ") has " +
+                                    std::to_string(free_bytes >> 20) + " MiB free, " +
+                                    std::to_string(kDiskReserve >> 20) +
+                                    " MiB of it kept for the cache index and journal");
 }
 
 Status BlockCache::OpenData(File& f) {

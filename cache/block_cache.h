@@ -111,6 +111,13 @@ class BlockCache {
   // pinned).
   bool MakeRoom(uint64_t bytes);
   uint64_t Capacity() const { return capacity_; }
+  // kNoSpace when writing `bytes` of data would leave less than the reserve
+  // free on the cache's disk. The reserve keeps room for the index and the
+  // journal, whose updates commit what was written (with the disk full, a
+  // commit uploaded the data, could not mark it clean, and its retry met
+  // its own version as another writer's).
+  Status CheckDiskRoom(uint64_t bytes) const;
+  static constexpr uint64_t kDiskReserve = 8ull << 20;
   BlockCacheStats Stats();
 
   // ---- dirty journal

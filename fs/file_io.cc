@@ -158,6 +158,7 @@ Result<size_t> FileData::WriteLocked(const FilePtr& fp, Lock& lock, const char* 
   }
   // Another write of this mount moved the end while the lock was let go.
   if (append && off != f.size) return WriteLocked(fp, lock, buf, size, f.size, true);
+  STAMPFS_RETURN_IF_ERROR(cache_.CheckDiskRoom(size));
   STAMPFS_RETURN_IF_ERROR(PwriteFully(f.fd, buf, size, off));
   const uint64_t old_size = f.size;
   const uint64_t new_size = std::max(old_size, end);

@@ -68,7 +68,8 @@ check "an unlink on one mount disappears from the other's listing within the TTL
 # Issue 12, defect 2: B's appends used B's i_size from before A's append and
 # overwrote it (If-Match the new version: no conflict, no copy).
 appends_keep_every_record() {
-  printf 'a1\n' >"$M/app" && cat "$M2/app" >/dev/null &&
+  printf 'a1\n' >"$M/app" && within $((E2E_ATTR_TIMEOUT + 2)) "[[ -s '$M2/app' ]]" >/dev/null &&
+    cat "$M2/app" >/dev/null &&
     printf 'a2-long\n' >>"$M/app" &&
     printf 'b1\n' >>"$M2/app" && printf 'b2\n' >>"$M2/app" || return 1
   local want=$'a1\na2-long\nb1\nb2'

@@ -336,13 +336,13 @@ section "the cache's disk is full: ENOSPC, nothing written before is lost"
 e2e_unmount
 e2e_new_cache
 mkdir -p "$E2E_CACHE"
-if mount -t tmpfs -o size=24m stampfs-e2e-full "$E2E_CACHE" 2>/dev/null; then
+if mount -t tmpfs -o size=32m stampfs-e2e-full "$E2E_CACHE" 2>/dev/null; then
   e2e_mount
   head -c $((64 * 1024 * 1024)) /dev/urandom >"$L/full.src"
   full_disk() {
     local out rc=0
     out=$(dd if="$L/full.src" of="$M/full" bs=1M 2>&1) || rc=$?
-    ((rc != 0)) || { echo "dd wrote 64 MiB into a 24 MiB cache disk"; return 1; }
+    ((rc != 0)) || { echo "dd wrote 64 MiB into a 32 MiB cache disk"; return 1; }
     grep -q "No space left on device" <<<"$out" || { echo "dd: $out"; return 1; }
     local bytes
     bytes=$(sed -n 's/^\([0-9]*\) bytes.*/\1/p' <<<"$out" | tail -1)
