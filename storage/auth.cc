@@ -54,7 +54,7 @@ void SplitUrl(const std::string& url, std::string* path, std::string* query) {
   size_t q = rest.find('?');
   *path = rest.substr(0, q);
   *query = q == std::string::npos ? std::string() : rest.substr(q + 1);
-  if (path->empty()) *path = "/";
+  if (path->empty()) path->push_back('/');  // not `= "/"`: GCC 12 -O3 -Wrestrict false positive
 }
 
 // Query values decode with '+' as space, as the services do (callers encode '+').
