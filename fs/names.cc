@@ -1,5 +1,8 @@
 #include "fs/names.h"
 
+#include <algorithm>
+
+#include "fs/inode_table.h"
 #include "storage/table_keys.h"
 #include "storage/utf8.h"
 
@@ -31,6 +34,17 @@ Status CheckNewName(const std::string& name) {
                     "bytes that are not UTF-8 in blob names as these characters");
     }
     i += len;
+  }
+  return Status::Ok();
+}
+
+Status CheckBlobPath(const std::string& path) {
+  const std::string blob = BlobNameFor(path);
+  if (Utf16Length(blob) > kMaxBlobNameChars) {
+    return Status(Code::kNameTooLong, "path over Azure's 1,024-character blob name limit");
+  }
+  if (std::count(blob.begin(), blob.end(), '/') + 1 > static_cast<long>(kMaxBlobSegments)) {
+    return Status(Code::kNameTooLong, "path deeper than Azure's 254 blob name segments");
   }
   return Status::Ok();
 }

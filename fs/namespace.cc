@@ -122,7 +122,9 @@ Result<Namespace::Located> Namespace::Locate(uint64_t parent, const std::string&
   STAMPFS_RETURN_IF_ERROR(new_name ? CheckNewName(name) : CheckName(name));
   auto dir = PathOf(parent);
   STAMPFS_RETURN_IF_ERROR(dir);
-  return Located{*dir, name, JoinPath(*dir, name)};
+  Located loc{*dir, name, JoinPath(*dir, name)};
+  if (new_name) STAMPFS_RETURN_IF_ERROR(CheckBlobPath(loc.path));
+  return loc;
 }
 
 Result<Entity> Namespace::FetchDot(const std::string& pk) {

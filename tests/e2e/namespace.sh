@@ -86,6 +86,17 @@ check_eq "find -type f finds the leaf" "$deepest/leaf.txt" find "$deep" -type f
 check "mkdir -p of an existing tree succeeds" mkdir -p "$deepest"
 check_fails "mkdir of an existing directory fails" "File exists" mkdir "$deep/level1"
 check_fails "mkdir under a file fails" "Not a directory" mkdir "$deepest/leaf.txt/x"
+# Azure's blob name limits (1,024 characters, 254 segments; Azurite takes more).
+long4=$M/long
+for c in a b c d; do long4+=/$(printf "$c%.0s" $(seq 250)); done   # blob name: 5 + 4 x 251 characters
+check "a file whose blob name is 1,024 characters" eval 'mkdir -p "$long4" && echo ok >"$long4/$(printf "f%.0s" $(seq 15))"'
+check_fails "one character more is ENAMETOOLONG" "File name too long" \
+  eval 'echo no >"$long4/$(printf "g%.0s" $(seq 16))"'
+check "and leaves nothing behind" eval '[[ $(ls "$long4" | wc -l) == 1 ]]'
+seg=$M/segs
+for i in $(seq 252); do seg+=/d; done
+check "a file 254 blob name segments deep" eval 'mkdir -p "$seg" && echo ok >"$seg/f"'
+check_fails "a file 255 segments deep is ENAMETOOLONG" "File name too long" eval 'mkdir "$seg/x" && echo no >"$seg/x/f"'
 
 # ---------------------------------------------------------------------------
 section "names: spaces, unicode, escapes, control bytes, 255 bytes"
