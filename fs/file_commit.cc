@@ -14,6 +14,7 @@
 #include <ctime>
 #include <random>
 
+#include "fs/blob_times.h"
 #include "fs/file_data.h"
 #include "fs/inode_table.h"
 #include "fs/log.h"
@@ -403,7 +404,7 @@ std::string FileData::ConflictName(const std::string& base, int attempt) const {
 // Lets the table be rebuilt from the container alone (names [a-z0-9]).
 BlobMetadata FileData::MetadataFor(const OpenFile& f) const {
   return {{"mode", std::to_string(f.attr.mode)},      {"uid", std::to_string(f.attr.uid)},
-          {"gid", std::to_string(f.attr.gid)},        {"mtime", std::to_string(f.mtime_ns)},
+          {"gid", std::to_string(f.attr.gid)},        {"mtime", FormatBlobMtime(f.mtime_ns)},
           {"bsize", std::to_string(f.layout.base())}, {"stampfs", "1"}};
 }
 

@@ -6,10 +6,12 @@
 // the blob holds newer data. The blob is the truth for data: the entry adopts
 // the blob's ETag, size and mtime (from the blob metadata stampfs writes,
 // else Last-Modified) when an open or a pinned read finds them different.
+#include <strings.h>
 #include <unistd.h>
 
 #include <cstdlib>
 
+#include "fs/blob_times.h"
 #include "fs/file_data.h"
 #include "fs/inode_table.h"
 #include "fs/log.h"
@@ -38,8 +40,10 @@ Result<FileState> FileData::Adopt(uint64_t ino) {
   STAMPFS_RETURN_IF_ERROR(props);
   if (props->etag == st->blob_etag) return st;
   const bool ours = props->metadata.count("stampfs") > 0;
-  const int64_t mtime = static_cast<int64_t>(MetaNumber(
-      props->metadata, "mtime", static_cast<uint64_t>(props->last_modified) * 1000000000ull));
+  int64_t mtime = props->last_modified * 1000000000LL;
+  for (const auto& [key, value] : props->metadata) {  // names are case-insensitive ("Mtime": rclone)
+    if (strcasecmp(key.c_str(), "mtime") == 0) mtime = ParseBlobMtime(value).value_or(mtime);
+  }
   const uint64_t bsize = MetaNumber(props->metadata, "bsize", 0);
   auto attr = ns_.CommitFile(ino, props->size, mtime, props->etag, st->blob_etag,
                              ValidBlockSize(bsize) ? bsize : 0);

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "fs/attr.h"
+#include "fs/blob_times.h"
 #include "fs/inode_table.h"
 #include "fs/names.h"
 #include "storage/table_keys.h"
@@ -312,7 +313,9 @@ class DirPlanner {
 }  // namespace
 
 int64_t BlobMtimeNs(const BlobItem& b) {
-  if (auto t = MetaNumber<int64_t>(b, "mtime")) return *t;
+  if (const std::string* v = Meta(b, "mtime")) {
+    if (auto t = ParseBlobMtime(*v)) return *t;
+  }
   return b.properties.last_modified * 1000000000LL;
 }
 

@@ -188,5 +188,36 @@ check "the import was logged" grep -q "import $C2: 2 blobs; created 1 files and 
 check "fsck of the auto-imported container: clean" expect_status 0 "files: clean$" -- stampfs fsck "$C2"
 [[ ${E2E_KEEP:-0} == 1 ]] || "$E2E_INSPECT" drop "$C2" >/dev/null
 
+# ---------------------------------------------------------------------------
+# Issue 15: blob metadata "mtime" in the RFC 3339 form rclone reads and
+# writes (stampfs wrote decimal ns: rclone showed 0001-01-01 for every file).
+section "rclone reads stampfs's modification times, and import reads rclone's"
+if command -v rclone >/dev/null; then
+  export RCLONE_CONFIG=$E2E_TMP/rclone.conf
+  : >"$RCLONE_CONFIG"
+  blob_endpoint=$(sed -n 's/.*BlobEndpoint=\([^;]*\).*/\1/p' <<<"${AZURE_STORAGE_CONNECTION_STRING:-}")
+  export RCLONE_CONFIG_E2E_TYPE=azureblob
+  RCLONE_CONFIG_E2E_SAS_URL="${blob_endpoint:-http://127.0.0.1:10000/devstoreaccount1}?$("$E2E_BUILD_DIR/tests/stampfs_bench" sas)"
+  export RCLONE_CONFIG_E2E_SAS_URL
+  e2e_new_cache
+  e2e_mount
+  echo "written through stampfs" >"$M/by-stampfs"
+  stamp=$(stat -c %y "$M/by-stampfs" | cut -d' ' -f1,2)
+  e2e_unmount
+  check_eq "rclone lsl shows the file's mtime to the nanosecond" "$stamp by-stampfs" \
+    eval "rclone lsl 'e2e:$C/by-stampfs' | awk '{print \$2, \$3, \$4}'"
+  echo "written through rclone" >"$E2E_TMP/by-rclone"
+  touch -d '2021-05-06 07:08:09.123456789' "$E2E_TMP/by-rclone"
+  run "rclone copyto a file into the container" rclone copyto "$E2E_TMP/by-rclone" "e2e:$C/by-rclone"
+  check "stampfs import --refresh" stampfs import "$C" --refresh
+  e2e_mount
+  check_eq "the imported file keeps rclone's mtime" "2021-05-06 07:08:09.123456789" \
+    eval "stat -c %y '$M/by-rclone' | cut -d' ' -f1,2"
+  check_eq "and its content" "written through rclone" cat "$M/by-rclone"
+  e2e_unmount
+else
+  echo "  SKIP  rclone is not installed (scripts/setup installs it)"
+fi
+
 e2e_daemon_check
 e2e_finish

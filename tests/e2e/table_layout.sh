@@ -175,7 +175,9 @@ check_eq "blob of the 255-'%' name holds its content" long inspect cat "$C" "d1/
 check_eq "an empty file has an empty blob" 0 blob_field d1/empty 2
 check_eq "the blob's metadata carries (at least) mode, uid, gid, mtime" "meta:gid meta:mode meta:mtime meta:uid" \
   eval 'blobs | awk -F"\t" "\$1 == \"d1/big.bin\"" | cut -f4- | tr "\t" "\n" | cut -d= -f1 | grep -x -e meta:gid -e meta:mode -e meta:mtime -e meta:uid | sort | xargs'
-check_eq "the blob's mtime metadata is the file's mtime" "$(mtime_ns "$M/d1/big.bin")" \
+# RFC 3339 with nanoseconds, the form rclone reads (issue 15).
+rfc3339_of_ns() { printf '%s.%09dZ' "$(date -u -d "@$(($1 / 1000000000))" +%Y-%m-%dT%H:%M:%S)" $(($1 % 1000000000)); }
+check_eq "the blob's mtime metadata is the file's mtime (RFC 3339)" "$(rfc3339_of_ns "$(mtime_ns "$M/d1/big.bin")")" \
   eval 'blobs | awk -F"\t" "\$1 == \"d1/big.bin\"" | tr "\t" "\n" | sed -n "s/^meta:mtime=//p"'
 
 # ---------------------------------------------------------------------------
