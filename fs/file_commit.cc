@@ -6,7 +6,8 @@
 // If-None-Match:* for a file without a blob; then the entry merge (size,
 // mtime, blob ETag, block size). A 412/409 on the blob means another writer
 // committed first: ConflictPolicy decides. A failed entry merge after a
-// committed blob is repaired by the next access (Adopt, file_recovery.cc).
+// committed blob is repaired by the next access (Adopt, file_recovery.cc);
+// nothing is deleted on an unconfirmed 404.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -225,22 +226,34 @@ std::vector<std::string> FileData::ReusableIds(const OpenFile& f, const BlockLis
   return ids;
 }
 
-// The blob now holds this file's data: the cache file becomes that version.
+// The blob now holds this file's data: the entry is updated, then the cache
+// file becomes that version. An entry the table confirmed gone (another mount
+// removed or moved it) leaves the blob to nobody: it is deleted. An
+// unconfirmed 404 (the table answered 404 for an entry that exists) deletes
+// nothing: the changes stay dirty and journaled, based on the blob just
+// written, and the commit fails (EIO).
 // REQUIRES: f.mu held.
 Status FileData::Committed(OpenFile& f, const std::string& etag, const Attr* recorded) {
+  const std::string prev = f.base_etag;
+  auto attr = recorded ? Result<Attr>(*recorded)
+                       : ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, prev, f.layout.base());
+  if (IsUnexpectedNotFound(attr.status())) {
+    f.base_etag = etag;
+    Journal(f).PermitUnchecked();
+    LogError(f.path + ": data written (blob " + etag + ") but the entry update failed (" +
+             attr.status().ToString() + "); the changes stay in the cache journal");
+    return attr.status().WithContext("commit " + f.path);
+  }
   STAMPFS_RETURN_IF_ERROR(cache_.MarkClean(f.cache_id));
   STAMPFS_RETURN_IF_ERROR(cache_.DropFrom(f.cache_id, f.layout.CountFor(f.size)));
   STAMPFS_RETURN_IF_ERROR(cache_.ClearJournal(f.cache_id));
   STAMPFS_RETURN_IF_ERROR(cache_.Rekey(f.cache_id, f.blob, etag));
   f.journaled = false;
   f.dirty = false;
-  const std::string prev = f.base_etag;
   f.base_etag = etag;
   f.remote_size = f.size;
-  auto attr = recorded ? Result<Attr>(*recorded)
-                       : ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, prev, f.layout.base());
   if (attr.status().Is(Code::kNotFound)) {
-    // Another mount removed (or moved) the entry meanwhile: the blob just
+    // Confirmed by a point read (Namespace::ConfirmNotFound): the blob just
     // written belongs to no file. Removed unless someone rewrote it since.
     LogInfo(f.path + ": removed by another mount while being written; its blob is dropped");
     blob_requests_++;

@@ -152,6 +152,12 @@ Status FileData::ReplayOne(const CacheFileInfo& info) {
       }
     }
   }
+  if (!where.ok() && !where.status().Is(Code::kNotFound)) {
+    // Only a name read as gone or as another file's sends the data to a copy.
+    ForgetLookups(held);
+    cache_.Release(*id);
+    return where.status();
+  }
   auto fp = std::make_shared<OpenFile>(ino);
   OpenFile& f = *fp;
   Lock lock(f.mu);
