@@ -171,6 +171,7 @@ Status FileData::ReplayOne(const CacheFileInfo& info) {
   f.remote_size = j.remote_size;
   f.mtime_ns = j.mtime_ns;
   f.tag = j.tag;
+  f.commit_ids = j.commit_ids;
   f.dirty = f.journaled = f.loaded = f.served = true;
   f.journaled_size = j.size;
   f.refs = 1;
