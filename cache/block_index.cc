@@ -4,17 +4,20 @@
 
 #include <array>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 
 namespace stampfs {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// 1: journal without commit ids; 2: j_commits (migrated by adding the column).
+constexpr int kSchemaVersion = 2;
 
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, blob TEXT NOT NULL,"
     " etag TEXT NOT NULL, bsize INTEGER NOT NULL, journaled INTEGER NOT NULL DEFAULT 0,"
     " j_ino INTEGER, j_path BLOB, j_base TEXT, j_size INTEGER, j_remote INTEGER,"
-    " j_mtime INTEGER, j_tag INTEGER);"
+    " j_mtime INTEGER, j_tag INTEGER, j_commits TEXT);"
     "CREATE INDEX IF NOT EXISTS files_by_version ON files(blob, etag);"
     "CREATE TABLE IF NOT EXISTS blocks(file INTEGER NOT NULL, idx INTEGER NOT NULL,"
     " offset INTEGER NOT NULL, length INTEGER NOT NULL, extent INTEGER NOT NULL,"
@@ -43,7 +46,7 @@ constexpr const char* kSql[kStmtCount] = {
     "INSERT INTO files(blob, etag, bsize) VALUES(?1, ?2, ?3)",
     "UPDATE files SET blob = ?2, etag = ?3 WHERE id = ?1",
     "UPDATE files SET journaled = 1, j_ino = ?2, j_path = ?3, j_base = ?4, j_size = ?5,"
-    " j_remote = ?6, j_mtime = ?7, j_tag = ?8 WHERE id = ?1",
+    " j_remote = ?6, j_mtime = ?7, j_tag = ?8, j_commits = ?9 WHERE id = ?1",
     "UPDATE files SET journaled = 0 WHERE id = ?1",
     "DELETE FROM files WHERE id = ?1",
     "DELETE FROM blocks WHERE file = ?1",
@@ -54,7 +57,7 @@ constexpr const char* kSql[kStmtCount] = {
     "UPDATE blocks SET state = 1 WHERE file = ?1 AND state IN (2, 3)",
     "UPDATE blocks SET access = ?3 WHERE file = ?1 AND idx = ?2",
     "SELECT id, blob, etag, bsize, journaled, j_ino, j_path, j_base, j_size, j_remote, j_mtime,"
-    " j_tag FROM files",
+    " j_tag, j_commits FROM files",
     "SELECT file, idx, offset, length, extent, state, access FROM blocks ORDER BY access",
     "BEGIN IMMEDIATE",
     "COMMIT",
@@ -112,6 +115,33 @@ class Use {
   int rc_ = SQLITE_OK;
 };
 
+// j_commits: 16 hex digits per id, space-separated.
+std::string EncodeCommitIds(const std::vector<uint64_t>& ids) {
+  std::string out;
+  char buf[20];
+  for (uint64_t id : ids) {
+    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(id));
+    if (!out.empty()) out += ' ';
+    out += buf;
+  }
+  return out;
+}
+
+std::vector<uint64_t> DecodeCommitIds(const std::string& text) {
+  std::vector<uint64_t> ids;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(' ', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(pos, end - pos);
+    char* stop = nullptr;
+    const unsigned long long id = std::strtoull(word.c_str(), &stop, 16);
+    if (!word.empty() && *stop == '\0') ids.push_back(id);
+    pos = end + 1;
+  }
+  return ids;
+}
+
 Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
   int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
   return rc == SQLITE_OK ? Status::Ok() : SqlError(db, rc, what);
@@ -130,6 +160,11 @@ Status Configure(sqlite3* db) {
   }
   sqlite3_finalize(stmt);
   if (version == kSchemaVersion) return Status::Ok();
+  if (version == 1) {
+    STAMPFS_RETURN_IF_ERROR(
+        Exec(db, "ALTER TABLE files ADD COLUMN j_commits TEXT", "migrate to schema 2"));
+    return Exec(db, "PRAGMA user_version = " + std::to_string(kSchemaVersion), "set version");
+  }
   if (version != 0) {
     return Status(Code::kNotSupported,
                   "block index schema version " + std::to_string(version) + " is unknown");
@@ -186,7 +221,8 @@ Status BlockIndex::SetJournal(int64_t id, const std::optional<JournalRecord>& j)
   if (!j) return Use(db_, stmts_->s[kClearJournal]).Int(1, id).Run("clear journal");
   Use u(db_, stmts_->s[kSetJournal]);
   u.Int(1, id).U64(2, j->ino).Bytes(3, j->path).Text(4, j->base_etag).U64(5, j->size);
-  u.U64(6, j->remote_size).Int(7, j->mtime_ns).U64(8, j->tag);
+  const std::string ids = EncodeCommitIds(j->commit_ids);
+  u.U64(6, j->remote_size).Int(7, j->mtime_ns).U64(8, j->tag).Text(9, ids);
   return u.Run("journal");
 }
 
@@ -237,6 +273,7 @@ Result<std::vector<FileRow>> BlockIndex::Files() {
       j.remote_size = u.ColU64(9);
       j.mtime_ns = u.ColInt(10);
       j.tag = u.ColU64(11);
+      j.commit_ids = DecodeCommitIds(u.Col(12));
       f.journal = std::move(j);
     }
     rows.push_back(std::move(f));

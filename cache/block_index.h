@@ -35,6 +35,9 @@ struct JournalRecord {
   uint64_t remote_size = 0;  // [0, remote_size) not in the cache is the base version's
   int64_t mtime_ns = 0;
   uint64_t tag = 0;  // writer tag of staged block ids
+  // Ids of commits sent whose outcome is not known to this record (newest
+  // last); a blob whose metadata carries one holds this file's data.
+  std::vector<uint64_t> commit_ids;
 };
 
 struct FileRow {

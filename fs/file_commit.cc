@@ -4,9 +4,13 @@
 // remaining dirty blocks staged and Put Block List naming untouched blocks by
 // their committed ids), conditional on If-Match:<base ETag> or
 // If-None-Match:* for a file without a blob; then the entry merge (size,
-// mtime, blob ETag, block size). A 412/409 on the blob means another writer
-// committed first: ConflictPolicy decides. A failed entry merge after a
-// committed blob is repaired by the next access (Adopt, file_recovery.cc).
+// mtime, blob ETag, block size). Every blob write carries a commit id (blob
+// metadata "commit"), journaled before it is sent; an answer that leaves the
+// outcome open (412/409, timeout, cut connection) is resolved by reading the
+// blob's id: ours means the write landed. A 412/409 from a blob without one
+// of our ids means another writer committed first: ConflictPolicy decides.
+// A failed entry merge after a committed blob is repaired by the next access
+// (Adopt, file_recovery.cc); nothing is deleted on an unconfirmed 404.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,6 +35,22 @@ Counter g_conflicts{"conflicts"};
 
 bool IsConflict(const Status& s) {
   return s.Is(Code::kPreconditionFailed) || s.Is(Code::kAlreadyExists);
+}
+
+// Outcomes after which the request may have been applied (or may still be).
+bool MayHaveLanded(const Status& s) {
+  return s.Is(Code::kTimeout) || s.Is(Code::kTransport) || s.Is(Code::kCancelled) ||
+         s.Is(Code::kInternal);
+}
+
+// Blob metadata "commit": the id of the commit that wrote this version.
+constexpr char kCommitIdMetadata[] = "commit";
+constexpr size_t kMaxCommitIds = 8;
+
+std::string CommitIdText(uint64_t id) {
+  char buf[20];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(id));
+  return buf;
 }
 
 // Staged blocks the commit named are not on the server (uncommitted blocks
@@ -67,22 +87,81 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
   if (st->blob != f.blob) Moved(f, *st);
   f.path = st->path;
   f.attr = st->attr;
-  const Condition cond = options_.conflict == ConflictPolicy::kOverwrite ? Condition::None()
-                         : f.base_etag.empty() ? Condition::IfNoneMatchAny()
-                                               : Condition::IfMatch(f.base_etag);
-  auto etag = WriteBlob(fp, lock, f.blob, cond, true, nullptr);
-  if (StagedBlocksGone(etag.status())) {
-    LogInfo(f.path + ": staged blocks expired; staging them again");
-    Unstage(f);
-    etag = WriteBlob(fp, lock, f.blob, cond, true, nullptr);
-  }
-  if (IsConflict(etag.status())) {
+  // Each attempt carries a new commit id, journaled before it is sent. An
+  // answer that does not say whether the blob now holds this data (412/409,
+  // which may answer our own resent or earlier request; a timeout; a cut
+  // connection) is resolved by reading the blob's id: this attempt's means
+  // it landed; an earlier attempt's means this file's older data landed, and
+  // the commit goes on on top of it; anything else is another writer's.
+  for (int attempt = 0;; ++attempt) {
+    STAMPFS_RETURN_IF_ERROR(NewCommitId(f));
+    const Condition cond = options_.conflict == ConflictPolicy::kOverwrite ? Condition::None()
+                           : f.base_etag.empty() ? Condition::IfNoneMatchAny()
+                                                 : Condition::IfMatch(f.base_etag);
+    auto etag = WriteBlob(fp, lock, f.blob, cond, true, nullptr);
+    if (StagedBlocksGone(etag.status())) {
+      LogInfo(f.path + ": staged blocks expired; staging them again");
+      Unstage(f);
+      etag = WriteBlob(fp, lock, f.blob, cond, true, nullptr);
+    }
+    if (etag.ok()) return Landed(fp, lock, *etag);
+    const Status why = etag.status();
+    if (!IsConflict(why) && !MayHaveLanded(why)) return why.WithContext("commit " + f.path);
+    std::string stored;
+    auto own = OwnCommitStored(f, &stored);
+    if (!own.ok()) {
+      // Unknown whose the blob is: nothing is decided; the data stays journaled.
+      LogWarning(f.path + ": commit outcome unknown (" + why.ToString() + "), and reading " +
+                 "the blob failed: " + own.status().ToString());
+      return why.WithContext("commit " + f.path);
+    }
+    if (*own == f.commit_ids.back()) {
+      LogInfo(f.path + ": the commit landed although its answer was " + why.ToString());
+      return Landed(fp, lock, stored);
+    }
+    if (*own != 0 && attempt < 2) {
+      LogInfo(f.path + ": an earlier commit of this file landed late; committing on top of it");
+      f.base_etag = stored;
+      continue;
+    }
+    if (!IsConflict(why)) return why.WithContext("commit " + f.path);
     ns_.AbandonPending(f.ino);  // a new file whose name another mount committed first
-    return OnConflict(fp, lock, etag.status());
+    return OnConflict(fp, lock, why);
   }
-  STAMPFS_RETURN_IF_ERROR(etag.status().WithContext("commit " + f.path));
-  if (ns_.IsPending(f.ino)) return CommittedNew(fp, lock, *etag);
-  return Committed(f, *etag);
+}
+
+// The blob holds this file's data as version `etag`: the entry follows.
+// REQUIRES: `lock` holds fp->mu; fp->busy.
+Status FileData::Landed(const FilePtr& fp, Lock& lock, const std::string& etag) {
+  if (ns_.IsPending(fp->ino)) return CommittedNew(fp, lock, etag);
+  return Committed(*fp, etag);
+}
+
+// A new commit id, in the journal before the request that carries it is
+// sent. The last kMaxCommitIds are kept until a commit is known to have landed.
+// REQUIRES: f.mu held.
+Status FileData::NewCommitId(OpenFile& f) {
+  f.commit_ids.push_back(NewWriterTag());
+  if (f.commit_ids.size() > kMaxCommitIds) f.commit_ids.erase(f.commit_ids.begin());
+  return Journal(f);
+}
+
+// The id of this file's commit the blob holds (0: no blob, or not one of
+// ours), and the blob's ETag in *etag.
+Result<uint64_t> FileData::OwnCommitStored(const OpenFile& f, std::string* etag) {
+  blob_requests_++;
+  auto props = blobs_.GetProperties(options_.container, f.blob);
+  if (props.status().Is(Code::kNotFound)) return uint64_t{0};
+  STAMPFS_RETURN_IF_ERROR(props);
+  auto it = props->metadata.find(kCommitIdMetadata);
+  if (it == props->metadata.end()) return uint64_t{0};
+  for (uint64_t id : f.commit_ids) {
+    if (CommitIdText(id) == it->second) {
+      *etag = props->etag;
+      return id;
+    }
+  }
+  return uint64_t{0};
 }
 
 // The first commit of a deferred create: its entry is inserted now, naming
@@ -120,7 +199,8 @@ Status FileData::CommittedNew(const FilePtr& fp, Lock& lock, const std::string& 
 Result<std::string> FileData::WriteBlob(const FilePtr& fp, Lock& lock, const std::string& blob,
                                         const Condition& cond, bool same_blob, uint64_t* lost) {
   OpenFile& f = *fp;
-  const BlobMetadata meta = MetadataFor(f);
+  const BlobMetadata meta =
+      MetadataFor(f, same_blob && !f.commit_ids.empty() ? f.commit_ids.back() : 0);
   if (f.size <= options_.single_put_limit) {
     const uint64_t count = f.layout.CountFor(f.size);
     PinRange pins(cache_, f.cache_id, 0, count == 0 ? 0 : count - 1);
@@ -228,22 +308,35 @@ std::vector<std::string> FileData::ReusableIds(const OpenFile& f, const BlockLis
   return ids;
 }
 
-// The blob now holds this file's data: the cache file becomes that version.
+// The blob now holds this file's data: the entry is updated, then the cache
+// file becomes that version. An entry the table confirmed gone (another mount
+// removed or moved it) leaves the blob to nobody: it is deleted. An
+// unconfirmed 404 (the table answered 404 for an entry that exists) deletes
+// nothing: the changes stay dirty and journaled, based on the blob just
+// written, and the commit fails (EIO).
 // REQUIRES: f.mu held.
 Status FileData::Committed(OpenFile& f, const std::string& etag, const Attr* recorded) {
+  const std::string prev = f.base_etag;
+  auto attr = recorded ? Result<Attr>(*recorded)
+                       : ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, prev, f.layout.base());
+  if (IsUnexpectedNotFound(attr.status())) {
+    f.base_etag = etag;
+    Journal(f).PermitUnchecked();
+    LogError(f.path + ": data written (blob " + etag + ") but the entry update failed (" +
+             attr.status().ToString() + "); the changes stay in the cache journal");
+    return attr.status().WithContext("commit " + f.path);
+  }
   STAMPFS_RETURN_IF_ERROR(cache_.MarkClean(f.cache_id));
   STAMPFS_RETURN_IF_ERROR(cache_.DropFrom(f.cache_id, f.layout.CountFor(f.size)));
   STAMPFS_RETURN_IF_ERROR(cache_.ClearJournal(f.cache_id));
   STAMPFS_RETURN_IF_ERROR(cache_.Rekey(f.cache_id, f.blob, etag));
   f.journaled = false;
   f.dirty = false;
-  const std::string prev = f.base_etag;
+  f.commit_ids.clear();
   f.base_etag = etag;
   f.remote_size = f.size;
-  auto attr = recorded ? Result<Attr>(*recorded)
-                       : ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, prev, f.layout.base());
   if (attr.status().Is(Code::kNotFound)) {
-    // Another mount removed (or moved) the entry meanwhile: the blob just
+    // Confirmed by a point read (Namespace::ConfirmNotFound): the blob just
     // written belongs to no file. Removed unless someone rewrote it since.
     LogInfo(f.path + ": removed by another mount while being written; its blob is dropped");
     blob_requests_++;
@@ -265,6 +358,7 @@ Status FileData::Committed(OpenFile& f, const std::string& etag, const Attr* rec
 Status FileData::DropChanges(OpenFile& f) {
   f.dirty = false;
   f.journaled = false;
+  f.commit_ids.clear();
   return cache_.ClearJournal(f.cache_id);
 }
 
@@ -401,11 +495,17 @@ std::string FileData::ConflictName(const std::string& base, int attempt) const {
   return head + suffix;
 }
 
-// Lets the table be rebuilt from the container alone (names [a-z0-9]).
-BlobMetadata FileData::MetadataFor(const OpenFile& f) const {
-  return {{"mode", std::to_string(f.attr.mode)},      {"uid", std::to_string(f.attr.uid)},
-          {"gid", std::to_string(f.attr.gid)},        {"mtime", FormatBlobMtime(f.mtime_ns)},
-          {"bsize", std::to_string(f.layout.base())}, {"stampfs", "1"}};
+// Lets the table be rebuilt from the container alone (names [a-z0-9]), and
+// names the commit that wrote the version (`commit_id`, 0: none).
+BlobMetadata FileData::MetadataFor(const OpenFile& f, uint64_t commit_id) const {
+  BlobMetadata meta{{"mode", std::to_string(f.attr.mode)},
+                    {"uid", std::to_string(f.attr.uid)},
+                    {"gid", std::to_string(f.attr.gid)},
+                    {"mtime", FormatBlobMtime(f.mtime_ns)},
+                    {"bsize", std::to_string(f.layout.base())},
+                    {"stampfs", "1"}};
+  if (commit_id != 0) meta[kCommitIdMetadata] = CommitIdText(commit_id);
+  return meta;
 }
 
 }  // namespace stampfs

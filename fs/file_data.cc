@@ -98,6 +98,7 @@ Status FileData::Bind(OpenFile& f, const FileState& st) {
   f.remote_size = st.blob_etag.empty() ? 0 : st.attr.size;
   f.mtime_ns = st.attr.mtime_ns;
   f.tag = NewWriterTag();
+  f.commit_ids.clear();
   f.dirty = f.journaled = f.entity_stale = f.served = false;
   f.merged_ctime = 0;
   f.upload_error = Status::Ok();
@@ -322,6 +323,7 @@ Status FileData::Journal(OpenFile& f) {
   r.remote_size = f.remote_size;
   r.mtime_ns = f.mtime_ns;
   r.tag = f.tag;
+  r.commit_ids = f.commit_ids;
   STAMPFS_RETURN_IF_ERROR(cache_.SetJournal(f.cache_id, r));
   f.journaled = true;
   f.journaled_size = f.size;

@@ -169,6 +169,9 @@ class FileData {
     Attr attr;  // mode, uid, gid for the blob metadata
     BlockLayout layout;
     uint64_t tag = 0;    // writer tag of this file's block ids
+    // Ids of the commits sent since the last one known to have landed (newest
+    // last; journaled): a blob carrying one holds this file's data.
+    std::vector<uint64_t> commit_ids;
     bool dirty = false;  // differs from the committed version
     bool journaled = false;
     uint64_t journaled_size = 0;
@@ -239,6 +242,9 @@ class FileData {
   // file_commit.cc: commits and conflicts.
   Status CommitLocked(const FilePtr& fp, Lock& lock);
   Status CommitBusy(const FilePtr& fp, Lock& lock);
+  Status Landed(const FilePtr& fp, Lock& lock, const std::string& etag);
+  Status NewCommitId(OpenFile& f);
+  Result<uint64_t> OwnCommitStored(const OpenFile& f, std::string* etag);
   Result<std::string> WriteBlob(const FilePtr& fp, Lock& lock, const std::string& blob,
                                 const Condition& cond, bool same_blob, uint64_t* lost);
   Status MaterializeAll(OpenFile& f, Lock& lock, bool lossy, uint64_t* lost);
@@ -252,7 +258,7 @@ class FileData {
   Status DropChanges(OpenFile& f);
   Status OnConflict(const FilePtr& fp, Lock& lock, const Status& why);
   Result<std::string> SaveConflictCopy(const FilePtr& fp, Lock& lock, const std::string& path);
-  BlobMetadata MetadataFor(const OpenFile& f) const;
+  BlobMetadata MetadataFor(const OpenFile& f, uint64_t commit_id) const;
   // file_recovery.cc: self-healing entries, path resolution, journal replay.
   Result<FileState> Adopt(uint64_t ino);
   Result<FileState> Validate(uint64_t ino, const FileState& state);

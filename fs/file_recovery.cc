@@ -156,6 +156,12 @@ Status FileData::ReplayOne(const CacheFileInfo& info) {
       }
     }
   }
+  if (!where.ok() && !where.status().Is(Code::kNotFound)) {
+    // Only a name read as gone or as another file's sends the data to a copy.
+    ForgetLookups(held);
+    cache_.Release(*id);
+    return where.status();
+  }
   auto fp = std::make_shared<OpenFile>(ino);
   OpenFile& f = *fp;
   Lock lock(f.mu);
@@ -169,6 +175,7 @@ Status FileData::ReplayOne(const CacheFileInfo& info) {
   f.remote_size = j.remote_size;
   f.mtime_ns = j.mtime_ns;
   f.tag = j.tag;
+  f.commit_ids = j.commit_ids;
   f.dirty = f.journaled = f.loaded = f.served = true;
   f.journaled_size = j.size;
   f.refs = 1;

@@ -416,6 +416,10 @@ Result<BatchResult> Namespace::CommitInDirectory(const std::string& dir_path,
       ops.back().condition = Condition::IfMatch("*");
       continue;
     }
+    if (r.status().Is(Code::kNotFound)) {
+      Status confirmed = ConfirmNotFound(ops, err);
+      if (!confirmed.Is(Code::kNotFound)) return confirmed;
+    }
     if (err->failed_index == dot_index && r.status().Is(Code::kNotFound)) {
       if (cache_) cache_->DropPartition(pk).PermitUnchecked();
       return Status(Code::kNotFound, "directory " + dir_path + " was removed");
@@ -522,6 +526,35 @@ Status Namespace::ReserveInoRangeLocked() {
     std::this_thread::sleep_for(std::chrono::milliseconds(1 + attempt * 2));
   }
   return Status(Code::kInternal, "inode counter: too many concurrent allocations");
+}
+
+// A 404 from a transaction is acted on (ENOENT, a blob dropped, a conflict
+// copy) only once a point read confirms the row is gone: a service answering
+// 404 for a row that exists (Azurite's $batch did, for RowKeys starting with
+// ',') must never make a mount delete data. Reads the failing operation's row
+// (every row the batch expected when the service did not say which): the 404
+// with err->failed_index naming the missing row when one is gone; a service
+// error (EIO) when all are there; else the read's own failure.
+Status Namespace::ConfirmNotFound(const std::vector<TableOperation>& ops, BatchError* err) {
+  const Status why = err->status;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (err->failed_index >= 0 && static_cast<size_t>(err->failed_index) != i) continue;
+    const TableOperation& op = ops[i];
+    if (op.kind == TableOperation::Kind::kInsert || op.condition.kind != Condition::Kind::kIfMatch) {
+      continue;  // only a row the operation requires can be missing
+    }
+    table_requests++;
+    auto there = table_.Get(options_.table, op.entity.partition_key, op.entity.row_key);
+    if (there.status().Is(Code::kNotFound)) {
+      err->failed_index = static_cast<int>(i);
+      return why;
+    }
+    if (!there.ok()) return there.status().WithContext("confirming a 404");
+  }
+  return Status(Code::kInternal,
+                "the table answered 404 (" + why.message() + ") for rows that exist; nothing " +
+                    "was changed",
+                500, kUnexpectedNotFound);
 }
 
 }  // namespace stampfs

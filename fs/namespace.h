@@ -39,6 +39,14 @@
 
 namespace stampfs {
 
+// The table answered 404 for rows a point read then found (a service error,
+// never taken as a removal): Namespace::ConfirmNotFound.
+inline constexpr char kUnexpectedNotFound[] = "UnexpectedNotFound";
+inline bool IsUnexpectedNotFound(const Status& s) {
+  return s.Is(Code::kInternal) && s.service_code() == kUnexpectedNotFound;
+}
+
+
 struct NamespaceOptions {
   std::string container;
   std::string table;
@@ -201,6 +209,7 @@ class Namespace {
   Attr WithDirectoryTimes(const std::string& path, Attr attr);
   Result<BatchResult> CommitInDirectory(const std::string& dir_path,
                                         std::vector<TableOperation> ops, BatchError* error);
+  Status ConfirmNotFound(const std::vector<TableOperation>& ops, BatchError* err);
   Result<Entity> MergeEntry(uint64_t ino, const std::function<Status(Entity*)>& change);
   Result<uint64_t> AllocateIno();
   Status ReserveInoRangeLocked();

@@ -68,7 +68,8 @@ Result<Attr> Namespace::CreateDeferred(uint64_t parent, const Located& loc, cons
 // Inserts a pending entry; on success it is no longer pending. The request
 // runs without pending_mu_ (lookups go on); the entry is marked in flight,
 // and changes, drops and other inserts of it wait for the outcome. A 409 on
-// our own row (an earlier insert whose answer was lost) counts as inserted.
+// our own row (an earlier insert whose answer was lost) counts as inserted;
+// kAlreadyExists means the row was read and is another file's.
 // A failure leaves the entry pending: the file's commit decides (a name
 // taken or a directory removed: conflict copy or ENOENT, AbandonPending).
 // REQUIRES: `lock` holds pending_mu_.
@@ -91,7 +92,17 @@ Result<Entity> Namespace::InsertPending(uint64_t ino, std::unique_lock<std::mute
     table_requests++;
     auto there = table_.Get(options_.table, entry.partition_key, entry.row_key);
     const bool ours = there.ok() && there->GetInt64("ino") == static_cast<int64_t>(ino);
-    out = ours ? there : Result<Entity>(r.status());
+    // The name counts as another's only when read as such (the caller then
+    // withdraws the blob): an unreadable or vanished row is a failure to retry.
+    if (ours) {
+      out = there;
+    } else if (there.ok()) {
+      out = r.status();
+    } else if (there.status().Is(Code::kNotFound)) {
+      out = Status(Code::kInternal, entry.row_key + ": insert answered 409, then the row was gone");
+    } else {
+      out = there.status().WithContext("reading the row an insert found taken");
+    }
   } else {
     out = r.status();
   }

@@ -118,17 +118,23 @@ bool IsPathStyleHost(const std::string& host) {
   return true;
 }
 
-// The account an endpoint addresses: the first path segment for emulator-style
-// hosts (IP, no dot), else the first DNS label. Empty when there is none.
-std::string AccountFromEndpoint(const std::string& endpoint) {
+// scheme://host[:port]/...: the host, or "" (an IPv6 literal counts as none).
+std::string HostOf(const std::string& endpoint) {
   size_t start = endpoint.find("://");
   if (start == std::string::npos) return {};
   start += 3;
-  size_t slash = endpoint.find('/', start);
-  std::string authority = endpoint.substr(start, slash - start);
+  std::string authority = endpoint.substr(start, endpoint.find('/', start) - start);
   std::string host = authority.substr(0, authority.find(':'));
-  if (host.empty() || host[0] == '[') return {};
+  return !host.empty() && host[0] == '[' ? std::string() : host;
+}
+
+// The account an endpoint addresses: the first path segment for emulator-style
+// hosts (IP, no dot), else the first DNS label. Empty when there is none.
+std::string AccountFromEndpoint(const std::string& endpoint) {
+  const std::string host = HostOf(endpoint);
+  if (host.empty()) return {};
   if (!IsPathStyleHost(host)) return host.substr(0, host.find('.'));
+  const size_t slash = endpoint.find('/', endpoint.find("://") + 3);
   if (slash == std::string::npos) return {};
   std::string path = endpoint.substr(slash + 1);
   return path.substr(0, path.find('/'));
@@ -302,6 +308,11 @@ Result<std::string> ReadConnectionStringFile(const std::string& path) {
     return Status(Code::kInvalidArgument, "connection string file " + path + " is empty");
   }
   return text;
+}
+
+bool IsPathStyleEndpoint(const std::string& endpoint) {
+  const std::string host = HostOf(endpoint);
+  return !host.empty() && IsPathStyleHost(host);
 }
 
 }  // namespace stampfs

@@ -42,6 +42,10 @@ Result<StorageAccount> ParseConnectionString(const std::string& text);
 // clear. (https always verifies the peer certificate: curl_transport.cc.)
 Status CheckEndpointsSecure(const StorageAccount& account, bool allow_http);
 
+// An endpoint that names the account in its path (an IP or dotless host:
+// the emulator), not in its host name (Azure).
+bool IsPathStyleEndpoint(const std::string& endpoint);
+
 // Reads a connection string from a file (surrounding whitespace trimmed).
 Result<std::string> ReadConnectionStringFile(const std::string& path);
 

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "storage/azure_clients.h"
+#include "storage/connection_string.h"
 #include "storage/table_json.h"
 
 namespace stampfs {
@@ -40,13 +41,27 @@ bool SendsAsInsert(const TableOperation& op) {
           op.condition.kind == Condition::Kind::kIfNoneMatchAny);
 }
 
+// Azurite (src/table/batch/TableBatchOrchestrator.ts) reads a part's
+// PartitionKey from its percent-decoded URL with a greedy match that ends at
+// the last "'," of the line: a RowKey whose text puts "'," after the opening
+// quote (one starting with ',', or with a "'" before a ',') made it read a
+// wrong PartitionKey and answer 404 to MERGE, PUT and DELETE. For those keys,
+// an emulator's parts break the line before RowKey ("%0A", decoded before
+// the match, which cannot cross it); Azure always gets the standard form.
+bool AzuriteMisreadsRowKey(const std::string& row_key) {
+  return (!row_key.empty() && row_key[0] == ',') || row_key.find("',") != std::string::npos;
+}
+
 // One application/http part of the changeset, ending with CRLF.
-Result<std::string> BuildPart(const std::string& endpoint, const std::string& table,
+Result<std::string> BuildPart(const std::string& endpoint, bool emulator, const std::string& table,
                               const TableOperation& op, size_t content_id) {
   const bool insert = SendsAsInsert(op);
+  const std::string& rk = op.entity.row_key;
   const std::string url =
       endpoint + "/" +
-      (insert ? table : EntityResource(table, op.entity.partition_key, op.entity.row_key));
+      (insert ? table
+              : EntityResource(table, op.entity.partition_key, rk,
+                               emulator && AzuriteMisreadsRowKey(rk) ? "%0A" : ""));
   std::string part = "Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n";
   part += std::string(insert ? "POST" : MethodFor(op)) + " " + url + " HTTP/1.1" + kCrlf;
   part += "Content-ID: " + std::to_string(content_id) + kCrlf;
@@ -182,7 +197,7 @@ Result<BatchResult> Fail(Status status, int index, BatchError* error) {
 }  // namespace
 
 std::string EntityResource(const std::string& table, const std::string& partition_key,
-                           const std::string& row_key) {
+                           const std::string& row_key, const std::string& before_row_key) {
   // UrlEncode turns every ' into %27; the URL carries it literally, doubled.
   const auto encode = [](const std::string& key) {
     const std::string encoded = UrlEncode(key);
@@ -197,7 +212,8 @@ std::string EntityResource(const std::string& table, const std::string& partitio
     }
     return out;
   };
-  return table + "(PartitionKey='" + encode(partition_key) + "',RowKey='" + encode(row_key) + "')";
+  return table + "(PartitionKey='" + encode(partition_key) + "'," + before_row_key + "RowKey='" +
+         encode(row_key) + "')";
 }
 
 Status ValidateBatch(const std::vector<TableOperation>& operations, int* failed_index) {
@@ -243,8 +259,9 @@ Result<BatchBody> BuildBatchBody(const std::string& endpoint, const std::string&
   std::string& body = out.body;
   body =
       "--" + batch + kCrlf + "Content-Type: multipart/mixed; boundary=" + changeset + kCrlf + kCrlf;
+  const bool emulator = IsPathStyleEndpoint(endpoint);
   for (size_t i = 0; i < operations.size(); ++i) {
-    auto part = BuildPart(endpoint, table, operations[i], i + 1);
+    auto part = BuildPart(endpoint, emulator, table, operations[i], i + 1);
     if (!part.ok()) return part.status().WithContext("batch operation " + std::to_string(i));
     body += "--" + changeset + kCrlf + *part;
   }
@@ -255,7 +272,7 @@ Result<BatchBody> BuildBatchBody(const std::string& endpoint, const std::string&
 size_t EstimateOperationBytes(const TableOperation& operation) {
   static const std::string kEndpoint(192, 'e');
   static const std::string kTable(63, 't');
-  auto part = BuildPart(kEndpoint, kTable, operation, kMaxBatchOperations);
+  auto part = BuildPart(kEndpoint, true, kTable, operation, kMaxBatchOperations);
   // "--changeset_<36>\r\n" precedes each part.
   if (part.ok()) return part->size() + 48;
   return EntitySizeBytes(operation.entity) * 2 + 1024;  // invalid: the store will refuse it

@@ -12,9 +12,10 @@
 namespace stampfs {
 
 // "table(PartitionKey='pk',RowKey='rk')": each key with "'" doubled, then
-// percent-encoded except for the quotes (§4.8).
+// percent-encoded except for the quotes (§4.8). `before_row_key` goes between
+// the two keys (only an emulator's batch parts use it: table_batch.cc).
 std::string EntityResource(const std::string& table, const std::string& partition_key,
-                           const std::string& row_key);
+                           const std::string& row_key, const std::string& before_row_key = "");
 
 // The rules Azure enforces and Azurite partly does not, checked before
 // sending: 1..kMaxBatchOperations operations, one PartitionKey, each RowKey
@@ -29,7 +30,8 @@ struct BatchBody {
 
 // The multipart body: CRLF line ends, one changeset, absolute sub-request URLs
 // (`endpoint` + "/" + resource), single-line JSON, explicit If-Match on
-// DELETE, Content-ID n (1-based) on every part. `batch_id`/`changeset_id`
+// DELETE, Content-ID n (1-based) on every part; for an emulator (path-style)
+// endpoint, RowKeys Azurite would misread get a line break before them. `batch_id`/`changeset_id`
 // complete the boundaries batch_<id> and changeset_<id>.
 Result<BatchBody> BuildBatchBody(const std::string& endpoint, const std::string& table,
                                  const std::vector<TableOperation>& operations,

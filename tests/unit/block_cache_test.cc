@@ -4,9 +4,11 @@
 #include "cache/block_cache.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace stampfs {
@@ -131,6 +133,7 @@ TEST_F(BlockCacheTest, BlocksVersionsAndJournalSurviveReopen) {
     j.path = "/g";
     j.size = 3 * kBlock;
     j.tag = 0xfeedfacecafebeefull;
+    j.commit_ids = {1, 0xfedcba9876543210ull};
     ASSERT_TRUE(c->SetJournal(dirty_id, j).ok());
     // No Release: as if the process were killed (the destructor still runs
     // here, but nothing depends on it).
@@ -147,8 +150,44 @@ TEST_F(BlockCacheTest, BlocksVersionsAndJournalSurviveReopen) {
   ASSERT_TRUE(journaled[0].journal.has_value());
   EXPECT_EQ(journaled[0].journal->ino, 42u);
   EXPECT_EQ(journaled[0].journal->tag, 0xfeedfacecafebeefull);
+  EXPECT_EQ(journaled[0].journal->commit_ids, (std::vector<uint64_t>{1, 0xfedcba9876543210ull}));
   EXPECT_EQ(c->State(dirty_id, 2), BlockState::kDirty);
   EXPECT_EQ(c->Stats().uncommitted, kBlock);
+}
+
+// A cache directory of an older stampfs (schema 1: no commit ids in the
+// journal) keeps its journal: the column is added, the record replays.
+TEST_F(BlockCacheTest, ASchemaOneIndexIsMigratedWithItsJournal) {
+  std::filesystem::create_directories(dir_);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "index.db").c_str(), &db), SQLITE_OK);
+  const char* v1 =
+      "CREATE TABLE files(id INTEGER PRIMARY KEY, blob TEXT NOT NULL, etag TEXT NOT NULL,"
+      " bsize INTEGER NOT NULL, journaled INTEGER NOT NULL DEFAULT 0, j_ino INTEGER,"
+      " j_path BLOB, j_base TEXT, j_size INTEGER, j_remote INTEGER, j_mtime INTEGER,"
+      " j_tag INTEGER);"
+      "CREATE INDEX files_by_version ON files(blob, etag);"
+      "CREATE TABLE blocks(file INTEGER NOT NULL, idx INTEGER NOT NULL, offset INTEGER NOT NULL,"
+      " length INTEGER NOT NULL, extent INTEGER NOT NULL, state INTEGER NOT NULL,"
+      " access INTEGER NOT NULL, PRIMARY KEY(file, idx)) WITHOUT ROWID;"
+      "INSERT INTO files VALUES(7, 'g', '', 4096, 1, 42, X'2F67', '', 3, 0, 5, 9);"
+      "PRAGMA user_version = 1;";
+  ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  { std::ofstream data(dir_ / "7.data"); }
+  auto c = OpenCache(1 << 20);
+  ASSERT_TRUE(c);
+  auto journaled = c->Journaled();
+  ASSERT_EQ(journaled.size(), 1u);
+  EXPECT_EQ(journaled[0].journal->path, "/g");
+  EXPECT_TRUE(journaled[0].journal->commit_ids.empty());
+  JournalRecord j = *journaled[0].journal;
+  j.commit_ids = {3};
+  ASSERT_TRUE(c->SetJournal(7, j).ok());
+  c.reset();
+  c = OpenCache(1 << 20);
+  ASSERT_EQ(c->Journaled().size(), 1u);
+  EXPECT_EQ(c->Journaled()[0].journal->commit_ids, std::vector<uint64_t>{3});
 }
 
 TEST_F(BlockCacheTest, RekeyMakesTheNewVersionCurrentAndDropsUnusedStaleOnes) {

@@ -17,133 +17,10 @@
 #include "storage/cancel.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
+#include "tests/unit/file_data_fixture.h"
 
 namespace stampfs {
 namespace {
-
-constexpr const char* kContainer = "datacontainer";
-constexpr const char* kTable = "datatable";
-constexpr uint64_t kBlock = 64 * 1024;
-
-std::string Pattern(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (char& c : s) c = static_cast<char>(rng());
-  return s;
-}
-
-// One "machine": its own metadata cache, block cache and FileData over the
-// shared (faulty) stores.
-struct Mount {
-  std::unique_ptr<MetaCache> meta;
-  std::unique_ptr<Namespace> ns;
-  std::unique_ptr<BlockCache> blocks;
-  std::unique_ptr<FileData> data;
-};
-
-class FileDataTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    plan_ = std::make_shared<FaultPlan>();
-    table_ = MakeFaultyTableStore(*raw_table_, plan_);
-    blobs_ = MakeFaultyBlobStore(*raw_blobs_, plan_);
-    root_ = std::filesystem::temp_directory_path() /
-            ("stampfs-file-data-" + std::to_string(getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(root_);
-  }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-
-  Mount NewMount(const std::string& cache_name, uint64_t capacity = 64ull << 20,
-                 ConflictPolicy policy = ConflictPolicy::kCopy) {
-    Mount m;
-    auto meta = MetaCache::Open(":memory:");
-    m.meta = std::move(meta.value());
-    NamespaceOptions o;
-    o.container = kContainer;
-    o.table = kTable;
-    m.ns = std::make_unique<Namespace>(*table_, *blobs_, m.meta.get(), o);
-    EXPECT_TRUE(m.ns->Init().ok());
-    auto bc = BlockCache::Open((root_ / cache_name).string(), capacity);
-    EXPECT_TRUE(bc.ok()) << bc.status().ToString();
-    m.blocks = std::move(*bc);
-    FileDataOptions fo;
-    fo.container = kContainer;
-    fo.block_size = kBlock;
-    fo.single_put_limit = 2 * kBlock;
-    fo.conflict = policy;
-    fo.host = "testhost";
-    if (now_) fo.now_ns = now_;
-    m.data = std::make_unique<FileData>(*m.ns, *blobs_, *m.blocks, fo);
-    return m;
-  }
-
-  uint64_t Create(Mount& m, const std::string& name) {
-    auto attr = m.ns->Create(kRootIno, name, 0644, 0, 0);
-    EXPECT_TRUE(attr.ok()) << attr.status().ToString();
-    auto opened = m.data->Open(attr->ino, OpenFlags{true, true, true});
-    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
-    return attr->ino;
-  }
-
-  uint64_t OpenExisting(Mount& m, const std::string& name, bool writable = true) {
-    auto attr = m.ns->Lookup(kRootIno, name);
-    EXPECT_TRUE(attr.ok()) << attr.status().ToString();
-    auto opened = m.data->Open(attr->ino, OpenFlags{false, false, writable});
-    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
-    return attr->ino;
-  }
-
-  void Write(Mount& m, uint64_t ino, const std::string& data, uint64_t off, size_t chunk = 16384) {
-    for (size_t done = 0; done < data.size(); done += chunk) {
-      size_t n = std::min(chunk, data.size() - done);
-      auto w = m.data->Write(ino, data.data() + done, n, off + done);
-      ASSERT_TRUE(w.ok()) << w.status().ToString();
-      ASSERT_EQ(*w, n);
-    }
-  }
-
-  std::string ReadAll(Mount& m, uint64_t ino, uint64_t size) {
-    std::string out(size, '?');
-    for (uint64_t done = 0; done < size;) {
-      auto r = m.data->Read(ino, out.data() + done, std::min<uint64_t>(20000, size - done), done);
-      EXPECT_TRUE(r.ok()) << r.status().ToString();
-      if (!r.ok() || *r == 0) break;
-      done += *r;
-    }
-    return out;
-  }
-
-  std::string Blob(const std::string& name) {
-    auto s = raw_blobs_->ReadToString(kContainer, name);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    return s.ok() ? *s : "";
-  }
-
-  Mount ColdReader(const std::string& content, uint64_t* ino, uint64_t capacity = 64ull << 20);
-
-  // Writes and commits `content` as a new file through `m`.
-  void Commit(Mount& m, const std::string& name, const std::string& content) {
-    uint64_t ino = Create(m, name);
-    Write(m, ino, content, 0);
-    ASSERT_TRUE(m.data->Release(ino).ok());
-  }
-
-  std::function<int64_t()> now_;  // FileData's clock when set
-  std::shared_ptr<FaultPlan> plan_;
-  std::unique_ptr<TableStore> raw_table_ = MakeFakeTableStore();
-  std::unique_ptr<BlobStore> raw_blobs_ = MakeFakeBlobStore();
-  std::unique_ptr<TableStore> table_;
-  std::unique_ptr<BlobStore> blobs_;
-  std::filesystem::path root_;
-};
-
-template <typename Pred>
-bool Eventually(Pred pred) {
-  for (int i = 0; i < 500 && !pred(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return pred();
-}
 
 TEST(BlockLayoutTest, ScheduleKeeps200GiBUnder50000BlocksWithoutTuning) {
   BlockLayout layout(4ull << 20);
@@ -526,6 +403,8 @@ TEST_F(FileDataTest, SequentialReadsPrefetchAheadAndReopenKeepsTheKernelCache) {
 
 // ---- read-ahead streams (fs/file_stream.cc)
 
+}  // namespace
+
 // `content` committed as "f" by another mount; returns a mount with a cold
 // cache of `capacity` bytes that has "f" open for reading as *ino.
 Mount FileDataTest::ColdReader(const std::string& content, uint64_t* ino, uint64_t capacity) {
@@ -535,6 +414,8 @@ Mount FileDataTest::ColdReader(const std::string& content, uint64_t* ino, uint64
   *ino = OpenExisting(m, "f", false);
   return m;
 }
+
+namespace {
 
 // Lets a stream run up to `at` (stream offset), then holds it there.
 class StreamGate {
@@ -849,33 +730,6 @@ TEST_F(FileDataTest, ManyConflictCopiesWithinOneSecondGetNamesOfTheirOwn) {
 }
 
 // Creates without O_EXCL: the entry waits for the first commit.
-class DeferredCreateTest : public FileDataTest {
- protected:
-  uint64_t CreateDeferred(Mount& m, uint64_t dir, const std::string& name) {
-    auto attr = m.ns->Create(dir, name, 0644, 0, 0, true);
-    EXPECT_TRUE(attr.ok()) << attr.status().ToString();
-    if (!attr.ok()) return 0;
-    EXPECT_TRUE(m.data->Open(attr->ino, OpenFlags{true, true, true}).ok());
-    return attr->ino;
-  }
-  // A new file /d/NAME pending in `a` (holding `data`) while `b` removes /d,
-  // empty in the table.
-  uint64_t PendingInRemovedDirectory(Mount& a, Mount& b, const std::string& name,
-                                     const std::string& data) {
-    auto dir = a.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
-    EXPECT_TRUE(dir.ok());
-    if (!dir.ok()) return 0;
-    uint64_t ino = CreateDeferred(a, dir->ino, name);
-    if (!data.empty()) Write(a, ino, data, 0);
-    EXPECT_TRUE(a.ns->Rmdir(kRootIno, "d").Is(Code::kNotEmpty)) << "not empty for this mount";
-    EXPECT_TRUE(b.ns->Lookup(kRootIno, "d").ok());
-    EXPECT_TRUE(b.ns->Rmdir(kRootIno, "d").ok()) << "empty in the table";
-    return ino;
-  }
-  bool InTable(const std::string& dir, const std::string& name) {
-    return raw_table_->Get(kTable, PartitionKeyForDirectory(dir), RowKeyForName(name)).ok();
-  }
-};
 
 TEST_F(DeferredCreateTest, ANewFileIsOnePutAndOneTransactionAtItsCommit) {
   Mount a = NewMount("a");
