@@ -373,6 +373,7 @@ Result<BatchResult> Namespace::CommitInDirectory(const std::string& dir_path,
   const int dot_index = static_cast<int>(ops.size()) - 1;
   BatchError local;
   BatchError* err = error ? error : &local;
+  int present_after_404 = 0;
   for (int attempt = 0;; ++attempt) {
     table_requests++;
     auto r = table_.ExecuteBatch(options_.table, ops, err);
@@ -418,6 +419,11 @@ Result<BatchResult> Namespace::CommitInDirectory(const std::string& dir_path,
     }
     if (r.status().Is(Code::kNotFound)) {
       Status confirmed = ConfirmNotFound(ops, err);
+      // The row is there: gone and back between the batch and the read (a
+      // directory another mount renamed away and back), or a service that
+      // answers 404 for a row that exists. Once more; a second such 404 is
+      // the service's error.
+      if (confirmed.service_code() == kUnexpectedNotFound && ++present_after_404 < 2) continue;
       if (!confirmed.Is(Code::kNotFound)) return confirmed;
     }
     if (err->failed_index == dot_index && r.status().Is(Code::kNotFound)) {
