@@ -109,7 +109,8 @@ Status FileData::Bind(OpenFile& f, const FileState& st) {
 // REQUIRES: f.mu held, idle (no fetch or upload in flight).
 void FileData::Unload(OpenFile& f) {
   if (!f.loaded) return;
-  if (!f.delete_on_close.empty()) cache_.Discard(f.cache_id).PermitUnchecked();
+  if (!f.delete_on_close.empty() || f.unlinked) cache_.Discard(f.cache_id).PermitUnchecked();
+  f.unlinked = false;
   cache_.Release(f.cache_id);
   f.fd = -1;
   f.loaded = false;
@@ -278,8 +279,17 @@ bool FileData::OverrideAttr(uint64_t ino, Attr* attr) {
 }
 
 void FileData::Unlinked(uint64_t ino, const std::string& blob) {
-  if (blob.empty()) return;
-  DeleteBlobWhenUnused(ino, blob);
+  if (!blob.empty()) return DeleteBlobWhenUnused(ino, blob);
+  // A new file never committed: no blob to delete (the name may be another
+  // mount's by now), but its journal must not outlive the name, or a replay
+  // after a crash would create the file again.
+  if (FilePtr f = Find(ino)) {
+    Lock lock(f->mu);
+    if (f->loaded) {
+      DropChanges(*f).PermitUnchecked();
+      f->unlinked = true;
+    }
+  }
 }
 
 void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob) {
@@ -303,10 +313,11 @@ void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob) {
 }
 
 // Records (or updates) the journal row naming this file's uncommitted data.
-// An unlinked file's data has nowhere to go: it is not journaled.
+// An unlinked file's data has nowhere to go: it is not journaled (nor one
+// unlinked before its first commit).
 // REQUIRES: f.mu held, f.dirty.
 Status FileData::Journal(OpenFile& f) {
-  if (!f.delete_on_close.empty()) return Status::Ok();
+  if (!f.delete_on_close.empty() || f.unlinked) return Status::Ok();
   JournalRecord r;
   r.ino = f.ino;
   r.path = f.path;

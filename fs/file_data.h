@@ -171,6 +171,9 @@ class FileData {
     uint64_t prefetched = 0;         // read-ahead issued (or found cached) below this block
     std::shared_ptr<Stream> stream;  // the read-ahead stream, if one runs
     std::string delete_on_close;
+    // Its name is gone but it had no blob (a new file unlinked before its
+    // first commit): nothing to commit or journal, nothing to delete.
+    bool unlinked = false;
   };
   using FilePtr = std::shared_ptr<OpenFile>;
 

@@ -928,6 +928,26 @@ TEST_F(DeferredCreateTest, ANewFileLostInACrashIsReplayedUnderItsName) {
   EXPECT_TRUE(after.blocks->Journaled().empty());
 }
 
+// Found by tests/sim (seed 1310): the journal of a new file unlinked while
+// open named it still, so the replay after a kill -9 created it again.
+TEST_F(DeferredCreateTest, ANewFileUnlinkedWhileOpenStaysGoneAfterACrash) {
+  {
+    Mount m = NewMount("crash");
+    uint64_t ino = CreateDeferred(m, kRootIno, "gone");
+    Write(m, ino, "written, then unlinked", 0);
+    auto gone = m.ns->Unlink(kRootIno, "gone");
+    ASSERT_TRUE(gone.ok());
+    m.data->Unlinked(ino, gone->blob);
+    Write(m, ino, " and more", 22);
+    // kill -9 with the file still open.
+  }
+  Mount after = NewMount("crash");
+  ASSERT_TRUE(after.data->ReplayJournal().ok());
+  EXPECT_FALSE(InTable("/", "gone"));
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "gone").status().Is(Code::kNotFound));
+  EXPECT_TRUE(after.blocks->Journaled().empty());
+}
+
 TEST_F(DeferredCreateTest, ARenameFindingThePendingNameTakenKeepsTheDataForACopy) {
   Mount a = NewMount("a");
   Mount b = NewMount("b");
