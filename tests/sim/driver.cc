@@ -64,7 +64,11 @@ class Run {
     for (int step = 1; step <= config_.steps && result_.ok; ++step) {
       std::vector<bool> up;
       for (SimMount& m : world_->mounts()) up.push_back(m.up());
-      Op op = schedule.Next(rng_, up, exec_->Handles());
+      std::vector<std::string> existing;
+      for (const auto& [path, e] : before_.by_path) {
+        if (!IsConflictCopyName(path)) existing.push_back(path);
+      }
+      Op op = schedule.Next(rng_, up, exec_->Handles(), existing);
       Step(op, step);
     }
     if (result_.ok) Quiesce();
@@ -87,9 +91,9 @@ class Run {
     ArmedFault armed;
     if (faults_ && !quiescing_ && op.kind != OpKind::kKill && op.kind != OpKind::kFreeze) {
       armed = faults.Arm(rng_, config_.mix, op.kind != OpKind::kRestart);
-      if (!armed.description.empty() && (!MayFault(op) || (armed.crash && !MayKill(op.mount)))) {
-        // Drawn all the same, so the switch changes nothing else of the run.
-        faults.Disarm();
+      if (!MayFault(op) || (armed.crash && !MayKill(op.mount))) {
+        // Drawn all the same, so a switch changes nothing else of the run.
+        faults.Spare();
         armed = ArmedFault{};
       }
     }

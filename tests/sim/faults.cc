@@ -19,6 +19,7 @@ MountFaults::MountFaults(std::shared_ptr<FaultPlan> table, std::shared_ptr<Fault
 
 void MountFaults::Install() {
   auto injector = [this](const std::string&, int) {
+    if (spared_) return Status::Ok();
     if (frozen_steps_ > 0) return RequestTimeout();
     if (crash_plan_ != nullptr && crash_plan_->calls() >= crash_at_) return RequestTimeout();
     return Status::Ok();
@@ -31,6 +32,7 @@ void MountFaults::Disarm() {
   table_->Clear();
   blobs_->Clear();
   crash_plan_ = nullptr;
+  spared_ = false;
   Install();
 }
 

@@ -30,6 +30,12 @@ class MountFaults {
   // After the step: rules that did not fire are dropped.
   void Disarm();
   void Freeze(int steps) { frozen_steps_ = steps; }
+  // This step sees no fault at all, frozen or not (a part of the mix the
+  // switches leave out); Disarm ends it.
+  void Spare() {
+    Disarm();
+    spared_ = true;
+  }
   void StepDone() {
     if (frozen_steps_ > 0) --frozen_steps_;
   }
@@ -43,6 +49,7 @@ class MountFaults {
   std::shared_ptr<FaultPlan> table_;
   std::shared_ptr<FaultPlan> blobs_;
   int frozen_steps_ = 0;
+  bool spared_ = false;
   // A crash: from call `crash_at_` of `crash_plan_` on, every call of either
   // plan fails (that call itself applied first when the crash says so).
   FaultPlan* crash_plan_ = nullptr;

@@ -106,6 +106,14 @@ Result<Attr> Executor::ResolveParent(SimMount& m, const std::string& path) {
 std::string Executor::OpenFile(Op& op, SimMount& m, const Snapshot& before, Status* status) {
   const bool create = op.kind == OpKind::kCreate;
   op.handle = 0;
+  const std::string dir = ParentOf(op.path);
+  if (create && !mix_.rename_open && world_.mounts().size() > 1 && dir != "/" &&
+      !before.by_path.count(dir)) {
+    // The mount may still list a directory another mount renamed: the new
+    // file's commit then drops its data (rename-open).
+    *status = Status(Code::kNotPermitted, "skipped: its directory is gone (rename-open)");
+    return "skip";
+  }
   auto parent = ResolveParent(m, op.path);
   if (!parent.ok()) {
     *status = parent.status();
@@ -381,6 +389,24 @@ std::optional<int> Executor::Expect(const Op& op) {
   }
 }
 
+// A shell's `echo >> f`: open (O_APPEND), one write at the kernel's size,
+// close; each part checked as the operation it is.
+std::string Executor::AppendClose(Op& op, const Snapshot& before, int step, bool fault_armed,
+                                  std::string* violation) {
+  Op part = op;
+  part.kind = OpKind::kOpen;
+  part.trunc = false;
+  std::string out = "open: " + Run(part, before, step, fault_armed, violation);
+  if (part.handle == 0) return out;
+  const int handle = part.handle;
+  part.kind = OpKind::kAppend;
+  out += "; append: " + Run(part, before, step, fault_armed, violation);
+  part.kind = OpKind::kClose;
+  part.handle = handle;
+  out += "; close: " + Run(part, before, step, fault_armed, violation);
+  return out;
+}
+
 std::string Executor::Run(Op& op, const Snapshot& before, int step, bool fault_armed,
                           std::string* violation) {
   SimMount& m = world_.mounts()[op.mount];
@@ -411,6 +437,8 @@ std::string Executor::Run(Op& op, const Snapshot& before, int step, bool fault_a
     case OpKind::kTruncate:
       detail = Truncate(op, m, before, step, &status, violation);
       break;
+    case OpKind::kAppendClose:
+      return AppendClose(op, before, step, fault_armed, violation);
     default:
       detail = ChangeNames(op, m, before, fault_armed, &status);
       break;

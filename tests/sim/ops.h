@@ -61,6 +61,8 @@ class Executor {
   // Reference runs: the errno POSIX gives for `op` (nullopt: not compared).
   std::optional<int> Expect(const Op& op);
   void NoteSize(int mount, uint64_t ino, uint64_t size);
+  std::string AppendClose(Op& op, const Snapshot& before, int step, bool fault_armed,
+                          std::string* violation);
   bool MovesOpenFile(const std::string& from, const Snapshot& before) const;
 
   World& world_;

@@ -27,9 +27,10 @@ std::vector<std::string> Mix::Names() {
 namespace {
 
 const char* KindName(OpKind k) {
-  static const char* const kNames[] = {
-      "create", "open",  "write", "append",  "flush", "fsync",    "close", "truncate", "unlink",
-      "rename", "mkdir", "rmdir", "symlink", "chmod", "setxattr", "kill",  "restart",  "freeze"};
+  static const char* const kNames[] = {"create", "open",    "write",    "append",      "flush",
+                                       "fsync",  "close",   "truncate", "unlink",      "rename",
+                                       "mkdir",  "rmdir",   "symlink",  "chmod",       "setxattr",
+                                       "kill",   "restart", "freeze",   "append-close"};
   return kNames[static_cast<int>(k)];
 }
 
@@ -37,7 +38,7 @@ const char* KindName(OpKind k) {
 
 bool Commits(OpKind kind) {
   return kind == OpKind::kFlush || kind == OpKind::kFsync || kind == OpKind::kClose ||
-         kind == OpKind::kTruncate;
+         kind == OpKind::kTruncate || kind == OpKind::kAppendClose;
 }
 
 std::string Op::Describe() const {
@@ -54,6 +55,9 @@ std::string Op::Describe() const {
       break;
     case OpKind::kAppend:
       s += " h" + std::to_string(handle) + " len=" + std::to_string(len);
+      break;
+    case OpKind::kAppendClose:
+      s += " '" + Printable(path) + "' len=" + std::to_string(len) + " (echo >>)";
       break;
     case OpKind::kFlush:
     case OpKind::kFsync:
@@ -118,8 +122,16 @@ std::string Schedule::AnyPath(std::mt19937_64& rng) const {
   return Path(rng);
 }
 
+// `drawn`, or (half the time, when there are any) one of the existing paths.
+std::string Schedule::Existing(std::mt19937_64& rng, const std::vector<std::string>& existing,
+                               std::string drawn) const {
+  if (existing.empty() || rng() % 2 == 0) return drawn;
+  return existing[rng() % existing.size()];
+}
+
 Op Schedule::Next(std::mt19937_64& rng, const std::vector<bool>& up,
-                  const std::vector<HandleRef>& handles) const {
+                  const std::vector<HandleRef>& handles,
+                  const std::vector<std::string>& existing) const {
   Op op;
   op.mount = static_cast<int>(rng() % up.size());
   if (!up[op.mount]) {
@@ -154,6 +166,7 @@ Op Schedule::Next(std::mt19937_64& rng, const std::vector<bool>& up,
       {OpKind::kSetXattr, 2},
       {OpKind::kKill, faults_ ? 2 : 0},
       {OpKind::kFreeze, faults_ ? 1 : 0},
+      {OpKind::kAppendClose, 5},
   };
   int total = 0;
   for (const Choice& c : choices) total += c.weight;
@@ -168,12 +181,12 @@ Op Schedule::Next(std::mt19937_64& rng, const std::vector<bool>& up,
   if (have) op.handle = mine[rng() % mine.size()];
   switch (op.kind) {
     case OpKind::kCreate:
-      op.path = Path(rng);
+      op.path = Existing(rng, existing, Path(rng));
       op.excl = rng() % 3 == 0;
       op.trunc = rng() % 2 == 0;
       break;
     case OpKind::kOpen:
-      op.path = Path(rng);
+      op.path = Existing(rng, existing, Path(rng));
       op.trunc = rng() % 4 == 0;
       break;
     case OpKind::kWrite:
@@ -183,34 +196,38 @@ Op Schedule::Next(std::mt19937_64& rng, const std::vector<bool>& up,
     case OpKind::kAppend:
       op.len = 1 + rng() % 200;
       break;
+    case OpKind::kAppendClose:
+      op.path = Existing(rng, existing, Path(rng));
+      op.len = 1 + rng() % 100;
+      break;
     case OpKind::kTruncate:
-      op.path = Path(rng);
+      op.path = Existing(rng, existing, Path(rng));
       op.off = rng() % 2 == 0 ? 0 : rng() % 400;
       break;
     case OpKind::kRename:
-      op.path = AnyPath(rng);
-      op.path2 = AnyPath(rng);
+      op.path = Existing(rng, existing, AnyPath(rng));
+      op.path2 = Existing(rng, existing, AnyPath(rng));
       op.noreplace = rng() % 5 == 0;
       break;
     case OpKind::kMkdir:
       op.path = rng() % 2 ? dirs_[1 + rng() % (dirs_.size() - 1)] : Path(rng);
       break;
     case OpKind::kRmdir:
-      op.path = AnyPath(rng);
+      op.path = Existing(rng, existing, AnyPath(rng));
       break;
     case OpKind::kSymlink:
-      op.path = Path(rng);
+      op.path = Existing(rng, existing, Path(rng));
       op.path2 = rng() % 2 ? "a" : "../d1/x\\y";
       break;
     case OpKind::kChmod: {
       static const uint32_t kModes[] = {0600, 0640, 0644, 0755, 0700};
-      op.path = AnyPath(rng);
+      op.path = Existing(rng, existing, AnyPath(rng));
       op.mode = kModes[rng() % 5];
       break;
     }
     case OpKind::kUnlink:
     case OpKind::kSetXattr:
-      op.path = Path(rng);
+      op.path = Existing(rng, existing, Path(rng));
       break;
     case OpKind::kFreeze:
       op.len = 1 + rng() % 4;

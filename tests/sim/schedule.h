@@ -32,6 +32,7 @@ enum class OpKind {
   kKill,
   kRestart,
   kFreeze,
+  kAppendClose,  // open O_APPEND, write, close: a shell's >>
 };
 
 struct Op {
@@ -53,14 +54,17 @@ struct HandleRef {
 class Schedule {
  public:
   Schedule(const Mix& mix, bool faults);
-  // `up[i]`: mount i is running; `handles`: the open handles.
-  Op Next(std::mt19937_64& rng, const std::vector<bool>& up,
-          const std::vector<HandleRef>& handles) const;
+  // `up[i]`: mount i is running; `handles`: the open handles; `existing`:
+  // paths the account holds (half the paths drawn are one of them).
+  Op Next(std::mt19937_64& rng, const std::vector<bool>& up, const std::vector<HandleRef>& handles,
+          const std::vector<std::string>& existing) const;
   const std::vector<std::string>& dirs() const { return dirs_; }
 
  private:
   std::string Path(std::mt19937_64& rng) const;
   std::string AnyPath(std::mt19937_64& rng) const;  // a file path or a directory
+  std::string Existing(std::mt19937_64& rng, const std::vector<std::string>& existing,
+                       std::string drawn) const;
   std::vector<std::string> names_;
   std::vector<std::string> dirs_;
   bool faults_;
