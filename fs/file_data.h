@@ -102,9 +102,12 @@ class FileData {
   bool OverrideAttr(uint64_t ino, Attr* attr);
   // utimens on an open file: the time the next commit writes.
   void SetMtime(uint64_t ino, int64_t mtime_ns);
-  // The file's name is gone: its blob is deleted now or after the last close.
-  void Unlinked(uint64_t ino, const std::string& blob);
-  void DeleteBlobWhenUnused(uint64_t ino, const std::string& blob);
+  // The file's name is gone: its blob, at the version `etag` the entry named
+  // (or this mount's last commit of it), is deleted now or after the last
+  // close; a blob of a new file of that name is never touched.
+  void Unlinked(uint64_t ino, const std::string& blob, const std::string& etag);
+  void DeleteBlobWhenUnused(uint64_t ino, const std::string& blob,
+                            const Condition& cond = Condition::None());
   // Commits what the dirty journal holds from an earlier run (after a crash),
   // or turns it into conflict copies. Run before serving.
   Status ReplayJournal();
@@ -171,6 +174,7 @@ class FileData {
     uint64_t prefetched = 0;         // read-ahead issued (or found cached) below this block
     std::shared_ptr<Stream> stream;  // the read-ahead stream, if one runs
     std::string delete_on_close;
+    Condition delete_condition;  // of that delete: the version unlinked
     // Its name is gone but it had no blob (a new file unlinked before its
     // first commit): nothing to commit or journal, nothing to delete.
     bool unlinked = false;

@@ -280,7 +280,7 @@ std::string Executor::ChangeNames(Op& op, SimMount& m, const Snapshot& before, b
       if (e && (gone.ok() || fault_armed)) ledger_.Doomed(e->ino);
       if (!gone.ok()) return "";
       if (gone->attr.IsRegular()) {
-        m.data->Unlinked(gone->attr.ino, gone->blob);
+        m.data->Unlinked(gone->attr.ino, gone->blob, gone->blob_etag);
         if (View* v = ledger_.Find(m.id, gone->attr.ino)) v->unlinked = true;
         ledger_.Doomed(gone->attr.ino);
       }
