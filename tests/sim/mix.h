@@ -27,6 +27,9 @@ struct Mix {
   // new: an unlink or rename whose entry went but whose blob Delete failed
   // (or whose reply was lost) leaves the blob without an entry
   bool orphan_blob = false;
+  // new: a file unlinked while open keeps its blob until its last close, so
+  // a new file of that name meets it (a false conflict, EIO)
+  bool reuse_unlinked = false;
   // Sets a switch by its name ("append-race", ...); false for an unknown name.
   bool Enable(const std::string& name);
   static std::vector<std::string> Names();

@@ -103,17 +103,25 @@ Result<Attr> Executor::ResolveParent(SimMount& m, const std::string& path) {
   return parent;
 }
 
+// Creates the default mix leaves out (their switches), decided before the
+// POSIX model takes the create.
+std::optional<std::string> Executor::SkipCreate(const Op& op, const Snapshot& before) {
+  if (op.kind != OpKind::kCreate) return std::nullopt;
+  if (!mix_.reuse_unlinked && HeldUnlinked(op.path)) {
+    return "the name's old file is open (reuse-unlinked)";
+  }
+  const std::string dir = ParentOf(op.path);
+  if (!mix_.rename_open && world_.mounts().size() > 1 && dir != "/" && !before.by_path.count(dir)) {
+    // The mount may still list a directory another mount renamed: the new
+    // file's commit then drops its data (rename-open).
+    return "its directory is gone (rename-open)";
+  }
+  return std::nullopt;
+}
+
 std::string Executor::OpenFile(Op& op, SimMount& m, const Snapshot& before, Status* status) {
   const bool create = op.kind == OpKind::kCreate;
   op.handle = 0;
-  const std::string dir = ParentOf(op.path);
-  if (create && !mix_.rename_open && world_.mounts().size() > 1 && dir != "/" &&
-      !before.by_path.count(dir)) {
-    // The mount may still list a directory another mount renamed: the new
-    // file's commit then drops its data (rename-open).
-    *status = Status(Code::kNotPermitted, "skipped: its directory is gone (rename-open)");
-    return "skip";
-  }
   auto parent = ResolveParent(m, op.path);
   if (!parent.ok()) {
     *status = parent.status();
@@ -355,6 +363,16 @@ std::string Executor::ChangeNames(Op& op, SimMount& m, const Snapshot& before, b
   }
 }
 
+// Whether a file that had `path` when opened was unlinked by the mount that
+// holds it open (its blob stays until the last close).
+bool Executor::HeldUnlinked(const std::string& path) {
+  for (const auto& [id, h] : handles_) {
+    const View* v = ledger_.Find(h.mount, h.ino);
+    if (v != nullptr && v->unlinked && h.path == path) return true;
+  }
+  return false;
+}
+
 // Whether `from` is, or is above, a file some mount has open.
 bool Executor::MovesOpenFile(const std::string& from, const Snapshot& before) const {
   for (const auto& [id, h] : handles_) {
@@ -416,6 +434,8 @@ std::string Executor::Run(Op& op, const Snapshot& before, int step, bool fault_a
   switch (op.kind) {
     case OpKind::kCreate:
     case OpKind::kOpen: {
+      op.handle = 0;
+      if (auto why = SkipCreate(op, before)) return "skipped (skipped: " + *why + ")";
       uint64_t file = 0;
       if (model_) {
         expected = op.kind == OpKind::kCreate ? model_->Create(op.path, op.excl, op.trunc, &file)

@@ -63,6 +63,8 @@ class Executor {
   void NoteSize(int mount, uint64_t ino, uint64_t size);
   std::string AppendClose(Op& op, const Snapshot& before, int step, bool fault_armed,
                           std::string* violation);
+  bool HeldUnlinked(const std::string& path);
+  std::optional<std::string> SkipCreate(const Op& op, const Snapshot& before);
   bool MovesOpenFile(const std::string& from, const Snapshot& before) const;
 
   World& world_;

@@ -13,6 +13,7 @@ bool Mix::Enable(const std::string& name) {
   if (name == "commit-faults") return commit_faults = true;
   if (name == "rename-open") return rename_open = true;
   if (name == "orphan-blob") return orphan_blob = true;
+  if (name == "reuse-unlinked") return reuse_unlinked = true;
   if (name == "dir-faults") return dir_faults = true;
   if (name == "ambiguous-put") return ambiguous_put = true;
   return false;
@@ -21,7 +22,7 @@ bool Mix::Enable(const std::string& name) {
 std::vector<std::string> Mix::Names() {
   return {"append-race", "write-after-conflict", "symlink-over-file-xdir", "twin-names",
           "lying-404",   "commit-faults",        "ambiguous-put",          "dir-faults",
-          "rename-open", "orphan-blob"};
+          "rename-open", "orphan-blob",          "reuse-unlinked"};
 }
 
 namespace {
