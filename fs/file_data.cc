@@ -110,7 +110,8 @@ Status FileData::Bind(OpenFile& f, const FileState& st) {
 // REQUIRES: f.mu held, idle (no fetch or upload in flight).
 void FileData::Unload(OpenFile& f) {
   if (!f.loaded) return;
-  if (!f.delete_on_close.empty()) cache_.Discard(f.cache_id).PermitUnchecked();
+  if (!f.delete_on_close.empty() || f.unlinked) cache_.Discard(f.cache_id).PermitUnchecked();
+  f.unlinked = false;
   cache_.Release(f.cache_id);
   f.fd = -1;
   f.loaded = false;
@@ -227,6 +228,7 @@ Status FileData::Release(uint64_t ino) {
     recent_.Put(ino, {f->base_etag, f->size, f->mtime_ns, f->merged_ctime});
   }
   std::string orphan = f->delete_on_close;
+  const Condition orphan_condition = f->delete_condition;
   Unload(*f);
   f->delete_on_close.clear();
   lock.unlock();
@@ -234,7 +236,7 @@ Status FileData::Release(uint64_t ino) {
   ns_.Unpin(ino);
   if (!orphan.empty()) {
     blob_requests_++;
-    blobs_.Delete(options_.container, orphan, Condition::None()).PermitUnchecked();
+    blobs_.Delete(options_.container, orphan, orphan_condition).PermitUnchecked();
   }
   return s;
 }
@@ -285,17 +287,38 @@ bool FileData::OverrideAttr(uint64_t ino, Attr* attr) {
   return true;
 }
 
-void FileData::Unlinked(uint64_t ino, const std::string& blob) {
-  if (blob.empty()) return;
-  DeleteBlobWhenUnused(ino, blob);
+void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string& etag) {
+  // The version the entry named; without one, this mount's commit of it
+  // (whose entry merge did not land).
+  std::string version = etag;
+  FilePtr f = version.empty() ? Find(ino) : nullptr;
+  if (f) {
+    Lock lock(f->mu);
+    if (f->loaded && f->blob == blob) version = f->base_etag;
+  }
+  if (!blob.empty() && !version.empty()) {
+    return DeleteBlobWhenUnused(ino, blob, Condition::IfMatch(version));
+  }
+  // A new file never committed: no blob to delete (the name may be another
+  // mount's by now), but its journal must not outlive the name, or a replay
+  // after a crash would create the file again.
+  if (!f) f = Find(ino);
+  if (f) {
+    Lock lock(f->mu);
+    if (f->loaded) {
+      DropChanges(*f).PermitUnchecked();
+      f->unlinked = true;
+    }
+  }
 }
 
-void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob) {
+void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob, const Condition& cond) {
   if (FilePtr f = Find(ino)) {
     Lock lock(f->mu);
     if (f->loaded) {
       DropChanges(*f).PermitUnchecked();  // its name is gone: nothing to commit
       f->delete_on_close = blob;
+      f->delete_condition = cond;
       if (f->refs > 0) return;  // deleted after the last close
       // Kept loaded after a failed commit and unused: drop it now.
       WaitIdle(*f, lock);
@@ -307,14 +330,15 @@ void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob) {
     }
   }
   blob_requests_++;
-  blobs_.Delete(options_.container, blob, Condition::None()).PermitUnchecked();
+  blobs_.Delete(options_.container, blob, cond).PermitUnchecked();
 }
 
 // Records (or updates) the journal row naming this file's uncommitted data.
-// An unlinked file's data has nowhere to go: it is not journaled.
+// An unlinked file's data has nowhere to go: it is not journaled (nor one
+// unlinked before its first commit).
 // REQUIRES: f.mu held, f.dirty.
 Status FileData::Journal(OpenFile& f) {
-  if (!f.delete_on_close.empty()) return Status::Ok();
+  if (!f.delete_on_close.empty() || f.unlinked) return Status::Ok();
   JournalRecord r;
   r.ino = f.ino;
   r.path = f.path;

@@ -114,9 +114,12 @@ class FileData {
   bool OverrideAttr(uint64_t ino, Attr* attr);
   // utimens on an open file: the time the next commit writes.
   void SetMtime(uint64_t ino, int64_t mtime_ns);
-  // The file's name is gone: its blob is deleted now or after the last close.
-  void Unlinked(uint64_t ino, const std::string& blob);
-  void DeleteBlobWhenUnused(uint64_t ino, const std::string& blob);
+  // The file's name is gone: its blob, at the version `etag` the entry named
+  // (or this mount's last commit of it), is deleted now or after the last
+  // close; a blob of a new file of that name is never touched.
+  void Unlinked(uint64_t ino, const std::string& blob, const std::string& etag);
+  void DeleteBlobWhenUnused(uint64_t ino, const std::string& blob,
+                            const Condition& cond = Condition::None());
   // Commits what the dirty journal holds from an earlier run (after a crash),
   // or turns it into conflict copies. Run before serving.
   Status ReplayJournal();
@@ -188,6 +191,10 @@ class FileData {
     std::string delete_on_close;
     uint64_t conflicts = 0;  // conflict copies saved while loaded: OpenResult::handle
     bool name_lost = false;  // a conflict gave its name to another file: writes fail
+    Condition delete_condition;  // of that delete: the version unlinked
+    // Its name is gone but it had no blob (a new file unlinked before its
+    // first commit): nothing to commit or journal, nothing to delete.
+    bool unlinked = false;
   };
   using FilePtr = std::shared_ptr<OpenFile>;
 

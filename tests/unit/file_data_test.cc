@@ -900,6 +900,53 @@ TEST_F(DeferredCreateTest, ANewFileLostInACrashIsReplayedUnderItsName) {
   EXPECT_TRUE(after.blocks->Journaled().empty());
 }
 
+// Found by tests/sim (seed 1310): the journal of a new file unlinked while
+// open named it still, so the replay after a kill -9 created it again.
+TEST_F(DeferredCreateTest, ANewFileUnlinkedWhileOpenStaysGoneAfterACrash) {
+  {
+    Mount m = NewMount("crash");
+    uint64_t ino = CreateDeferred(m, kRootIno, "gone");
+    Write(m, ino, "written, then unlinked", 0);
+    auto gone = m.ns->Unlink(kRootIno, "gone");
+    ASSERT_TRUE(gone.ok());
+    m.data->Unlinked(ino, gone->blob, gone->blob_etag);
+    Write(m, ino, " and more", 22);
+    // kill -9 with the file still open.
+  }
+  Mount after = NewMount("crash");
+  ASSERT_TRUE(after.data->ReplayJournal().ok());
+  EXPECT_FALSE(InTable("/", "gone"));
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "gone").status().Is(Code::kNotFound));
+  EXPECT_TRUE(after.blocks->Journaled().empty());
+}
+
+// Found by tests/sim (seed 678889444063): the blob of a file unlinked while
+// open was deleted by name at its last close, whatever the name held by then.
+TEST_F(DeferredCreateTest, TheLastCloseOfAnUnlinkedFileSparesTheBlobOfANewFileOfItsName) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  uint64_t ino = Create(a, "name");  // O_EXCL: the entry is in the table, no blob yet
+  auto gone = a.ns->Unlink(kRootIno, "name");
+  ASSERT_TRUE(gone.ok());
+  a.data->Unlinked(ino, gone->blob, gone->blob_etag);
+  Write(a, ino, "to an unlinked file", 0);
+  Commit(b, "name", "another mount's new file");
+  a.data->Release(ino).PermitUnchecked();
+  EXPECT_EQ(Blob("name"), "another mount's new file");
+}
+
+TEST_F(DeferredCreateTest, TheLastCloseOfAnUnlinkedFileDeletesTheVersionItHad) {
+  Mount a = NewMount("a");
+  Commit(a, "old", "committed");
+  uint64_t ino = OpenExisting(a, "old");
+  auto gone = a.ns->Unlink(kRootIno, "old");
+  ASSERT_TRUE(gone.ok());
+  a.data->Unlinked(ino, gone->blob, gone->blob_etag);
+  EXPECT_EQ(Blob("old"), "committed") << "kept while open";
+  ASSERT_TRUE(a.data->Release(ino).ok());
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "old").status().Is(Code::kNotFound));
+}
+
 TEST_F(DeferredCreateTest, ARenameFindingThePendingNameTakenKeepsTheDataForACopy) {
   Mount a = NewMount("a");
   Mount b = NewMount("b");
@@ -929,7 +976,7 @@ TEST_F(DeferredCreateTest, UnlinkingAPendingFileLeavesAnotherMountsBlobAlone) {
   Commit(b, "f", "from b");
   auto gone = a.ns->Unlink(kRootIno, "f");
   ASSERT_TRUE(gone.ok());
-  a.data->Unlinked(ino, gone->blob);
+  a.data->Unlinked(ino, gone->blob, gone->blob_etag);
   a.data->Release(ino).PermitUnchecked();
   EXPECT_EQ(Blob("f"), "from b");
 }

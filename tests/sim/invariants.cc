@@ -1,0 +1,95 @@
+#include "tests/sim/invariants.h"
+
+#include <map>
+
+#include "fs/fsck.h"
+#include "fs/inode_table.h"
+#include "tests/sim/model.h"
+
+namespace stampfs::sim {
+
+std::string CheckBlobNaming(const Snapshot& snap, bool quiescent) {
+  std::map<std::string, std::string> named;  // blob -> path of the entry naming it
+  for (const auto& [path, e] : snap.by_path) {
+    if (!S_ISREG(e.mode)) continue;
+    const std::string blob = e.blob.empty() ? BlobNameFor(path) : e.blob;
+    auto [it, inserted] = named.emplace(blob, path);
+    if (!inserted) {
+      return "invariant 5: entries '" + Printable(it->second) + "' and '" + Printable(path) +
+             "' name one blob '" + Printable(blob) + "'";
+    }
+  }
+  if (!quiescent) return "";
+  for (const auto& [blob, content] : snap.blobs) {
+    if (!named.count(blob)) {
+      return "invariant 5: blob '" + Printable(blob) + "' ('" + Printable(content) +
+             "') has no entry";
+    }
+  }
+  return "";
+}
+
+std::string CheckFsck(World& world) {
+  FsckOptions o;
+  o.container = kContainer;
+  o.table = kTable;
+  auto report = Fsck(world.raw_table(), world.raw_blobs(), o).Run();
+  if (!report.ok()) return "invariant 4: fsck could not run: " + report.status().ToString();
+  std::string out;
+  for (const FsckFinding& f : report->findings) {
+    out += std::string(out.empty() ? "invariant 4: fsck: " : "; ") + FsckKindName(f.kind) + ": " +
+           Printable(f.where) + ": " + Printable(f.detail, 200);
+  }
+  return out;
+}
+
+namespace {
+
+void Walk(SimMount& m, BlobStore& raw, uint64_t ino, const std::string& path, bool with_content,
+          std::map<std::string, std::string>* lines) {
+  auto entries = m.ns->ReadDir(ino);
+  if (!entries.ok()) {
+    (*lines)[path] = Printable(path, 300) + " <readdir: " + entries.status().ToString() + ">";
+    return;
+  }
+  for (const DirEntry& d : *entries) {
+    const std::string p = JoinPath(path, d.name);
+    m.ns->Remember(ino, d);
+    Attr a = d.attr;
+    m.data->OverrideAttr(a.ino, &a);
+    std::string line = Printable(p, 300);
+    if (a.IsDir()) {
+      line += " dir " + std::to_string(a.mode & 07777);
+      Walk(m, raw, a.ino, p, with_content, lines);
+    } else if (a.IsSymlink()) {
+      auto t = m.ns->ReadLink(a.ino);
+      line += " link -> " + (t.ok() ? Printable(*t) : "<" + t.status().ToString() + ">");
+    } else {
+      line += " file " + std::to_string(a.mode & 07777) + " size " + std::to_string(a.size);
+      if (with_content) {
+        auto st = m.ns->GetFile(a.ino);
+        std::string content;
+        if (!st.ok()) {
+          content = "<" + st.status().ToString() + ">";
+        } else if (!st->blob_etag.empty()) {
+          auto data = raw.ReadToString(kContainer, st->blob);
+          content = data.ok() ? *data : "<" + data.status().ToString() + ">";
+        }
+        line += " " + Printable(content, 4096);
+      }
+    }
+    (*lines)[p] = line;
+  }
+}
+
+}  // namespace
+
+std::string RenderMount(SimMount& m, BlobStore& raw, bool with_content) {
+  std::map<std::string, std::string> lines;
+  Walk(m, raw, kRootIno, "/", with_content, &lines);
+  std::string out;
+  for (const auto& [path, line] : lines) out += line + "\n";
+  return out;
+}
+
+}  // namespace stampfs::sim

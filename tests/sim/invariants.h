@@ -1,0 +1,23 @@
+// The checks on the account as a whole (invariants 3-5); invariants 1 and 2
+// live in the Ledger. Each returns "" when it holds, else what is wrong.
+#pragma once
+
+#include <string>
+
+#include "tests/sim/observe.h"
+#include "tests/sim/world.h"
+
+namespace stampfs::sim {
+
+// Invariant 5: no two entries name one blob; at quiescent points also no
+// blob without an entry.
+std::string CheckBlobNaming(const Snapshot& snap, bool quiescent);
+
+// Invariant 4: fsck (the library, no repair) finds nothing.
+std::string CheckFsck(World& world);
+
+// Invariant 3: the tree as mount `m` shows it, in PosixModel::Render's form
+// (contents read from the blobs the entries name).
+std::string RenderMount(SimMount& m, BlobStore& raw, bool with_content);
+
+}  // namespace stampfs::sim

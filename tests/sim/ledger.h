@@ -1,0 +1,99 @@
+// What every mount was promised, and who wrote which version: the model
+// behind invariants 1 (acknowledged bytes are never lost) and 2 (no commit
+// lands over a version its writer never saw).
+//
+// A View mirrors FileData's OpenFile of one inode on one mount: the content
+// of the version it is based on (read from the account when it was loaded)
+// and that content with this mount's writes. Contents are compared whole;
+// every write carries bytes unique to its step, so two different histories
+// never produce one content by accident.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/sim/observe.h"
+
+namespace stampfs::sim {
+
+struct View {
+  uint64_t ino = 0;
+  std::string base;  // content of the version the data is based on
+  std::string data;  // base with this mount's writes
+  bool dirty = false;
+  bool uncertain = false;  // a write failed: what the cache holds is unknown
+  // A conflict switched the open file to the winning version; the bytes
+  // written since must still reach the file or a conflict copy.
+  bool tainted = false;
+  bool conflicted = false;           // a conflict happened since it was loaded (sticky)
+  std::map<uint64_t, char> overlay;  // bytes written since the conflict
+  std::set<std::string> own;         // versions this view landed without an acknowledgement
+  int refs = 0;
+  bool unlinked = false;  // this mount unlinked it while open: nothing to commit
+};
+
+class Ledger {
+ public:
+  // The view `mount` has of `ino`, loaded from `now` when it has none
+  // (`fresh`: a new file, based on nothing).
+  View& Load(int mount, uint64_t ino, const Snapshot& now, bool fresh);
+  View* Find(int mount, uint64_t ino);
+  void Drop(int mount, uint64_t ino);
+  // Dropped once the step's landings are checked (the view explains them).
+  void DropAfterStep(int mount, uint64_t ino) { drops_.push_back({mount, ino}); }
+  void EndStep();
+  // A killed mount keeps what its journal holds: views with changes.
+  void Killed(int mount);
+  std::vector<uint64_t> Inos(int mount) const;
+
+  void Write(View& v, uint64_t off, const std::string& bytes);
+  void Truncate(View& v, uint64_t size);
+  // A flush, fsync, close or truncate returned success (invariant 1, now).
+  void Acked(int mount, View& v, const Snapshot& now, int step, std::string* violation);
+  // A commit found another writer's version (412): the open file shows it now.
+  void Conflicted(View& v, const Snapshot& now);
+  // The simulation asked to remove the name of `ino` (unlink, rename over it).
+  void Doomed(uint64_t ino) { doomed_.insert(ino); }
+
+  // After every step of `actor` (-1: none): each file content that changed
+  // must be a view of the actor landing on the version it is based on.
+  void CheckLandings(const Snapshot& before, const Snapshot& after, int actor, int step,
+                     std::string* violation);
+  // At the end: every acknowledged content is still somewhere.
+  void CheckDurable(const Snapshot& end, std::string* violation) const;
+
+ private:
+  struct Ack {
+    uint64_t ino;
+    int mount;
+    int step;
+    std::string path;
+    std::string content;
+    std::map<uint64_t, char> overlay;  // a tainted ack: only these bytes were promised
+    bool partial = false;
+  };
+  struct Landing {
+    uint64_t ino;
+    int step;
+    std::string prev;
+  };
+  static bool Holds(const std::string& content, const std::map<uint64_t, char>& overlay);
+  bool Explained(int actor, uint64_t ino, const std::string& prev, const std::string& now,
+                 bool new_entry);
+
+  std::map<std::pair<int, uint64_t>, View> views_;
+  std::vector<Ack> acks_;
+  std::vector<Landing> landings_;
+  std::set<uint64_t> doomed_;
+  std::map<uint64_t, std::string> known_;  // the last content seen of each file
+  std::vector<std::pair<int, uint64_t>> drops_;
+};
+
+// The content an entry shows ("" before its first commit; a marker when its
+// committed blob is gone).
+std::string ContentOf(const ObservedEntry& e);
+
+}  // namespace stampfs::sim
