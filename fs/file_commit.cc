@@ -82,7 +82,15 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
   // mount made since fails that write (a conflict) or the entry merge (a
   // removed entry: see Committed; a newer version: CommitFile keeps it).
   auto st = ns_.GetFile(f.ino, false);
-  if (st.status().Is(Code::kNotFound)) return DropChanges(f);  // unlinked: nothing to keep
+  if (st.status().Is(Code::kNotFound)) {
+    // Unlinked on this mount: what was written since goes with it (POSIX).
+    if (!f.delete_on_close.empty() || f.unlinked || ns_.RemovedHere(f.ino)) return DropChanges(f);
+    // Gone for a reason this mount did not see (another mount renamed or
+    // removed it or a directory above it, or a rename replaced it): the data
+    // is kept as a conflict copy, never dropped on that inference (it was:
+    // flush and close returned 0).
+    return OnConflict(fp, lock, st.status());
+  }
   STAMPFS_RETURN_IF_ERROR(st);
   if (st->blob != f.blob) Moved(f, *st);
   f.path = st->path;

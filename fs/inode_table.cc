@@ -59,6 +59,12 @@ void InodeTable::Detach(uint64_t ino) {
   if (it != nodes_.end() && ino != kRootIno) it->second.detached = true;
 }
 
+bool InodeTable::IsDetached(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  return it != nodes_.end() && it->second.detached;
+}
+
 void InodeTable::MaybeErase(uint64_t ino) {
   auto it = nodes_.find(ino);
   if (it != nodes_.end() && it->second.lookups == 0 && it->second.pins == 0) nodes_.erase(it);

@@ -28,6 +28,8 @@ class InodeTable {
   // Marks a node as removed from the namespace (unlink/rmdir): it keeps its
   // number until forgotten, but has no path any more.
   void Detach(uint64_t ino);
+  // Detached (and still known: pinned by an open file, or looked up).
+  bool IsDetached(uint64_t ino) const;
 
   // "/a/b" for a node, "/" for the root; nullopt for unknown or detached nodes.
   std::optional<std::string> PathOf(uint64_t ino) const;

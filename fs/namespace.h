@@ -172,6 +172,9 @@ class Namespace {
                           const std::string& blob_etag, const std::string& prev_etag,
                           uint64_t block_size = 0);
   void Pin(uint64_t ino) { inodes_.Pin(ino); }
+  // This mount removed the inode's name (unlink, a rename over it, a pending
+  // create abandoned): not a change another mount made.
+  bool RemovedHere(uint64_t ino) const { return inodes_.IsDetached(ino); }
   void Unpin(uint64_t ino) { inodes_.Unpin(ino); }
 
   // -o discover: imports foreign blobs every `interval_s` seconds on a

@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "fs/attr.h"
 #include "fs/file_data.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
@@ -64,6 +65,7 @@ class FileDataTest : public ::testing::Test {
     NamespaceOptions o;
     o.container = kContainer;
     o.table = kTable;
+    o.now_ms = [this] { return NowNs() / 1000000 + now_ms_; };  // tests move TTLs with now_ms_
     m.ns = std::make_unique<Namespace>(*table_, *blobs_, m.meta.get(), o);
     EXPECT_TRUE(m.ns->Init().ok());
     auto bc = BlockCache::Open((root_ / cache_name).string(), capacity);
@@ -132,6 +134,7 @@ class FileDataTest : public ::testing::Test {
   }
 
   std::function<int64_t()> now_;  // FileData's clock when set
+  int64_t now_ms_ = 0;            // added to the namespaces' clock (TTLs)
   std::shared_ptr<FaultPlan> plan_;
   std::unique_ptr<TableStore> raw_table_ = MakeFakeTableStore();
   std::unique_ptr<BlobStore> raw_blobs_ = MakeFakeBlobStore();

@@ -702,6 +702,32 @@ TEST_F(FileDataTest, AnAppendLandsAtTheEndOfTheVersionItExtendsNotAtAStaleOffset
   EXPECT_EQ(Blob("log"), "a1\na2-long\nb1\nb2\n");
 }
 
+// Another mount renames a file this mount has open with changes: the next
+// commit finds no entry at the path it knows. The data was dropped (flush
+// and close returned 0, as for a file unlinked here); it is kept as a
+// conflict copy (EIO). Found by tests/sim (switch rename-open, seed 1010).
+TEST_F(FileDataTest, ChangesToAFileAnotherMountRenamedAreKeptAsACopyNotDropped) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  Commit(a, "doc", "v0");
+  uint64_t ia = OpenExisting(a, "doc");
+  Write(a, ia, "changes made on a", 0);
+  ASSERT_TRUE(b.ns->Lookup(kRootIno, "doc").ok());
+  ASSERT_TRUE(b.ns->Rename(kRootIno, "doc", kRootIno, "moved", 0).ok());
+  now_ms_ += 10'000;  // a's cached entry is past its TTL
+  Status s = a.data->Release(ia);
+  EXPECT_TRUE(s.Is(Code::kPreconditionFailed)) << s.ToString();
+  auto listing = b.ns->ReadDir(kRootIno);
+  ASSERT_TRUE(listing.ok());
+  std::string copy;
+  for (const DirEntry& e : *listing) {
+    if (e.name.rfind("doc.conflict-", 0) == 0) copy = e.name;
+  }
+  ASSERT_FALSE(copy.empty()) << "the changes are in a conflict copy";
+  EXPECT_EQ(Blob(copy), "changes made on a");
+  EXPECT_EQ(Blob("moved"), "v0");
+}
+
 // Copies of one file within one second (a fixed clock): each gets a name of
 // its own, and the conflict stays EIO (it once ran out of names: EEXIST).
 TEST_F(FileDataTest, ManyConflictCopiesWithinOneSecondGetNamesOfTheirOwn) {
