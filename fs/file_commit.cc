@@ -84,7 +84,7 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
   auto st = ns_.GetFile(f.ino, false);
   if (st.status().Is(Code::kNotFound)) {
     // Unlinked on this mount: what was written since goes with it (POSIX).
-    if (!f.delete_on_close.empty() || f.unlinked || ns_.RemovedHere(f.ino)) return DropChanges(f);
+    if (f.NameRemoved() || ns_.RemovedHere(f.ino)) return DropChanges(f);
     // Gone for a reason this mount did not see (another mount renamed or
     // removed it or a directory above it, or a rename replaced it): the data
     // is kept as a conflict copy, never dropped on that inference (it was:

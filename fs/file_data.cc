@@ -110,7 +110,7 @@ Status FileData::Bind(OpenFile& f, const FileState& st) {
 // REQUIRES: f.mu held, idle (no fetch or upload in flight).
 void FileData::Unload(OpenFile& f) {
   if (!f.loaded) return;
-  if (!f.delete_on_close.empty() || f.unlinked) cache_.Discard(f.cache_id).PermitUnchecked();
+  if (f.NameRemoved()) cache_.Discard(f.cache_id).PermitUnchecked();
   f.unlinked = false;
   cache_.Release(f.cache_id);
   f.fd = -1;
@@ -338,7 +338,7 @@ void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob, const
 // unlinked before its first commit).
 // REQUIRES: f.mu held, f.dirty.
 Status FileData::Journal(OpenFile& f) {
-  if (!f.delete_on_close.empty() || f.unlinked) return Status::Ok();
+  if (f.NameRemoved()) return Status::Ok();
   JournalRecord r;
   r.ino = f.ino;
   r.path = f.path;

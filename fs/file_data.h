@@ -195,6 +195,9 @@ class FileData {
     // Its name is gone but it had no blob (a new file unlinked before its
     // first commit): nothing to commit or journal, nothing to delete.
     bool unlinked = false;
+    // This mount removed its name (with a blob to delete at the last close,
+    // or without one): what is written goes nowhere, by POSIX.
+    bool NameRemoved() const { return !delete_on_close.empty() || unlinked; }
   };
   using FilePtr = std::shared_ptr<OpenFile>;
 
