@@ -450,11 +450,18 @@ BlockCacheStats BlockCache::Stats() {
   return stats;
 }
 
-Status BlockCache::SetJournal(int64_t id, const JournalRecord& record) {
+Status BlockCache::SetJournal(int64_t id, const JournalRecord& record, bool durable) {
+  if (durable) {
+    // Outside mu_: a sync may take milliseconds. The caller holds the file.
+    const int data_fd = fd(id);
+    if (data_fd >= 0 && fdatasync(data_fd) != 0) {
+      return LocalError("sync cache file " + std::to_string(id), errno);
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   File* f = Find(id);
   if (f == nullptr) return Status(Code::kNotFound, "cache file " + std::to_string(id));
-  STAMPFS_RETURN_IF_ERROR(index_->SetJournal(id, record));
+  STAMPFS_RETURN_IF_ERROR(index_->SetJournal(id, record, durable));
   f->info.journal = record;
   return Status::Ok();
 }

@@ -121,7 +121,9 @@ class BlockCache {
   BlockCacheStats Stats();
 
   // ---- dirty journal
-  Status SetJournal(int64_t id, const JournalRecord& record);
+  // `durable`: the file's data and the record are on disk when it returns
+  // (fdatasync of the data file, then a synced journal transaction).
+  Status SetJournal(int64_t id, const JournalRecord& record, bool durable = false);
   Status ClearJournal(int64_t id);
   std::vector<CacheFileInfo> Journaled();
 

@@ -10,14 +10,16 @@
 namespace stampfs {
 namespace {
 
-// 1: journal without commit ids; 2: j_commits (migrated by adding the column).
-constexpr int kSchemaVersion = 2;
+// 1: journal without commit ids; 2: j_commits; 3: j_mode, j_uid, j_gid
+// (each migrated by adding the columns).
+constexpr int kSchemaVersion = 3;
 
 constexpr const char* kSchema =
     "CREATE TABLE IF NOT EXISTS files(id INTEGER PRIMARY KEY, blob TEXT NOT NULL,"
     " etag TEXT NOT NULL, bsize INTEGER NOT NULL, journaled INTEGER NOT NULL DEFAULT 0,"
     " j_ino INTEGER, j_path BLOB, j_base TEXT, j_size INTEGER, j_remote INTEGER,"
-    " j_mtime INTEGER, j_tag INTEGER, j_commits TEXT);"
+    " j_mtime INTEGER, j_tag INTEGER, j_commits TEXT, j_mode INTEGER, j_uid INTEGER,"
+    " j_gid INTEGER);"
     "CREATE INDEX IF NOT EXISTS files_by_version ON files(blob, etag);"
     "CREATE TABLE IF NOT EXISTS blocks(file INTEGER NOT NULL, idx INTEGER NOT NULL,"
     " offset INTEGER NOT NULL, length INTEGER NOT NULL, extent INTEGER NOT NULL,"
@@ -46,7 +48,8 @@ constexpr const char* kSql[kStmtCount] = {
     "INSERT INTO files(blob, etag, bsize) VALUES(?1, ?2, ?3)",
     "UPDATE files SET blob = ?2, etag = ?3 WHERE id = ?1",
     "UPDATE files SET journaled = 1, j_ino = ?2, j_path = ?3, j_base = ?4, j_size = ?5,"
-    " j_remote = ?6, j_mtime = ?7, j_tag = ?8, j_commits = ?9 WHERE id = ?1",
+    " j_remote = ?6, j_mtime = ?7, j_tag = ?8, j_commits = ?9, j_mode = ?10, j_uid = ?11,"
+    " j_gid = ?12 WHERE id = ?1",
     "UPDATE files SET journaled = 0 WHERE id = ?1",
     "DELETE FROM files WHERE id = ?1",
     "DELETE FROM blocks WHERE file = ?1",
@@ -57,7 +60,7 @@ constexpr const char* kSql[kStmtCount] = {
     "UPDATE blocks SET state = 1 WHERE file = ?1 AND state IN (2, 3)",
     "UPDATE blocks SET access = ?3 WHERE file = ?1 AND idx = ?2",
     "SELECT id, blob, etag, bsize, journaled, j_ino, j_path, j_base, j_size, j_remote, j_mtime,"
-    " j_tag, j_commits FROM files",
+    " j_tag, j_commits, j_mode, j_uid, j_gid FROM files",
     "SELECT file, idx, offset, length, extent, state, access FROM blocks ORDER BY access",
     "BEGIN IMMEDIATE",
     "COMMIT",
@@ -160,9 +163,15 @@ Status Configure(sqlite3* db) {
   }
   sqlite3_finalize(stmt);
   if (version == kSchemaVersion) return Status::Ok();
-  if (version == 1) {
-    STAMPFS_RETURN_IF_ERROR(
-        Exec(db, "ALTER TABLE files ADD COLUMN j_commits TEXT", "migrate to schema 2"));
+  if (version == 1 || version == 2) {
+    if (version == 1) {
+      STAMPFS_RETURN_IF_ERROR(
+          Exec(db, "ALTER TABLE files ADD COLUMN j_commits TEXT", "migrate to schema 2"));
+    }
+    for (const char* column : {"j_mode", "j_uid", "j_gid"}) {
+      STAMPFS_RETURN_IF_ERROR(Exec(db, std::string("ALTER TABLE files ADD COLUMN ") + column +
+                                           " INTEGER", "migrate to schema 3"));
+    }
     return Exec(db, "PRAGMA user_version = " + std::to_string(kSchemaVersion), "set version");
   }
   if (version != 0) {
@@ -217,13 +226,20 @@ Status BlockIndex::UpdateVersion(int64_t id, const std::string& blob, const std:
   return Use(db_, stmts_->s[kUpdateVersion]).Int(1, id).Text(2, blob).Text(3, etag).Run("rekey");
 }
 
-Status BlockIndex::SetJournal(int64_t id, const std::optional<JournalRecord>& j) {
+Status BlockIndex::SetJournal(int64_t id, const std::optional<JournalRecord>& j, bool durable) {
   if (!j) return Use(db_, stmts_->s[kClearJournal]).Int(1, id).Run("clear journal");
+  if (durable) STAMPFS_RETURN_IF_ERROR(Exec(db_, "PRAGMA synchronous = FULL", "sync journal"));
   Use u(db_, stmts_->s[kSetJournal]);
   u.Int(1, id).U64(2, j->ino).Bytes(3, j->path).Text(4, j->base_etag).U64(5, j->size);
   const std::string ids = EncodeCommitIds(j->commit_ids);
   u.U64(6, j->remote_size).Int(7, j->mtime_ns).U64(8, j->tag).Text(9, ids);
-  return u.Run("journal");
+  u.U64(10, j->mode).U64(11, j->uid).U64(12, j->gid);
+  Status s = u.Run("journal");
+  if (durable) {
+    Status back = Exec(db_, "PRAGMA synchronous = NORMAL", "sync journal");
+    if (s.ok()) s = back;
+  }
+  return s;
 }
 
 Status BlockIndex::DeleteFile(int64_t id) {
@@ -274,6 +290,9 @@ Result<std::vector<FileRow>> BlockIndex::Files() {
       j.mtime_ns = u.ColInt(10);
       j.tag = u.ColU64(11);
       j.commit_ids = DecodeCommitIds(u.Col(12));
+      j.mode = static_cast<uint32_t>(u.ColU64(13));
+      j.uid = static_cast<uint32_t>(u.ColU64(14));
+      j.gid = static_cast<uint32_t>(u.ColU64(15));
       f.journal = std::move(j);
     }
     rows.push_back(std::move(f));

@@ -38,6 +38,9 @@ struct JournalRecord {
   // Ids of commits sent whose outcome is not known to this record (newest
   // last); a blob whose metadata carries one holds this file's data.
   std::vector<uint64_t> commit_ids;
+  // A new file's attributes not in the table yet (a deferred create whose
+  // entry its first commit inserts); mode 0: not recorded.
+  uint32_t mode = 0, uid = 0, gid = 0;
 };
 
 struct FileRow {
@@ -67,7 +70,9 @@ class BlockIndex {
 
   Result<int64_t> InsertFile(const std::string& blob, const std::string& etag, uint64_t block_size);
   Status UpdateVersion(int64_t id, const std::string& blob, const std::string& etag);
-  Status SetJournal(int64_t id, const std::optional<JournalRecord>& journal);
+  // `durable`: synced to disk before it returns (synchronous=FULL for this
+  // transaction; the WAL sync covers every earlier one too).
+  Status SetJournal(int64_t id, const std::optional<JournalRecord>& journal, bool durable = false);
   Status DeleteFile(int64_t id);  // with its blocks
 
   Status PutBlock(const BlockRow& row);

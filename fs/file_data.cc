@@ -39,9 +39,20 @@ FileData::FileData(Namespace& ns, BlobStore& blobs, BlockCache& cache, FileDataO
   if (!options_.now_ns) options_.now_ns = NowNs;
   if (!ValidBlockSize(options_.block_size)) options_.block_size = kDefaultBlockSize;
   if (options_.max_uploads_per_file == 0) options_.max_uploads_per_file = 1;
+  if (options_.commit_threads > 0) {
+    commits_ = std::make_unique<WorkQueue>(options_.commit_threads);
+    if (options_.async_commit) scheduler_ = std::thread([this] { RunScheduler(); });
+  }
 }
 
 FileData::~FileData() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (scheduler_.joinable()) scheduler_.join();
+  commits_.reset();  // queued commits submitted already return at once (stopping_)
   // Files still open at unmount keep their journal: the next mount commits them.
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [ino, f] : files_) {
@@ -198,6 +209,19 @@ Status FileData::Flush(uint64_t ino) {
   if (!f) return Status::Ok();
   Lock lock(f->mu);
   if (!f->loaded) return Status::Ok();
+  if (!options_.async_commit) return CommitLocked(f, lock);
+  // A flush is no promise of durability (close(2) after dup2 flushes a file
+  // still being written): the journal row follows the data, the last
+  // release makes it durable and queues the commit.
+  if (!f->dirty || f->busy || f->NameRemoved()) return Status::Ok();
+  return Journal(*f);
+}
+
+Status FileData::Sync(uint64_t ino) {
+  FilePtr f = Find(ino);
+  if (!f) return Status::Ok();
+  Lock lock(f->mu);
+  if (!f->loaded) return Status::Ok();
   return CommitLocked(f, lock);
 }
 
@@ -211,34 +235,56 @@ Status FileData::Release(uint64_t ino) {
     f->refs--;
     return Status::Ok();
   }
+  if (options_.async_commit && f->dirty && !f->NameRemoved()) {
+    // Durable here (a kill -9 or a power loss keeps it), committed later.
+    Status journaled = Journal(*f, true);
+    if (journaled.ok()) {
+      f->refs--;
+      Enqueue(ino, options_.commit_delay_ms);
+      lock.unlock();
+      WaitForRoom();
+      return Status::Ok();
+    }
+    LogWarning(f->path + ": journaling at close failed (" + journaled.ToString() +
+               "); committing now");
+  }
   Status s = CommitLocked(f, lock);  // refs stays 1: an open meanwhile shares the file
   if (--f->refs > 0) return s;
   WaitIdle(*f, lock);
   if (f->dirty && !s.Is(Code::kPreconditionFailed)) {
     // The service failed: the file stays loaded with its changes (opens here
-    // see them); the next close or fsync commits them, or the next mount
-    // replays them from the journal.
+    // see them); the next close or fsync commits them (async: the pipeline
+    // retries), or the next mount replays them from the journal.
     LogWarning(f->path + ": closed with changes not committed (" + s.ToString() +
                "); they are kept and committed by the next close or fsync");
+    if (options_.async_commit) Enqueue(ino, options_.commit_delay_ms);
     return s;
   }
   if (f->dirty) {
     LogWarning(f->path + ": closed with changes that conflict; they stay in the cache journal");
-  } else {
-    recent_.Put(ino, {f->base_etag, f->size, f->mtime_ns, f->merged_ctime});
   }
-  std::string orphan = f->delete_on_close;
-  const Condition orphan_condition = f->delete_condition;
-  Unload(*f);
-  f->delete_on_close.clear();
+  Closed(f, lock);
+  return s;
+}
+
+// The last open is gone and nothing is left to commit (or it conflicts):
+// the file leaves memory, its orphaned blob is deleted. Unlocks `lock`.
+// REQUIRES: `lock` holds fp->mu; fp->refs == 0; idle.
+void FileData::Closed(const FilePtr& fp, Lock& lock) {
+  OpenFile& f = *fp;
+  if (!f.loaded) return;
+  if (!f.dirty) recent_.Put(f.ino, {f.base_etag, f.size, f.mtime_ns, f.merged_ctime});
+  std::string orphan = f.delete_on_close;
+  const Condition orphan_condition = f.delete_condition;
+  Unload(f);
+  f.delete_on_close.clear();
   lock.unlock();
-  EraseIfUnused(ino, f);
-  ns_.Unpin(ino);
+  EraseIfUnused(f.ino, fp);
+  ns_.Unpin(f.ino);
   if (!orphan.empty()) {
     blob_requests_++;
     blobs_.Delete(options_.container, orphan, orphan_condition).PermitUnchecked();
   }
-  return s;
 }
 
 Status FileData::Truncate(uint64_t ino, uint64_t size) {
@@ -337,9 +383,15 @@ void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob, const
 // An unlinked file's data has nowhere to go: it is not journaled (nor one
 // unlinked before its first commit).
 // REQUIRES: f.mu held, f.dirty.
-Status FileData::Journal(OpenFile& f) {
+Status FileData::Journal(OpenFile& f, bool durable) {
   if (f.NameRemoved()) return Status::Ok();
   JournalRecord r;
+  if (auto pending = ns_.PendingAttr(f.ino)) {
+    // A new file's attributes live in this mount until its first commit.
+    r.mode = pending->mode;
+    r.uid = pending->uid;
+    r.gid = pending->gid;
+  }
   r.ino = f.ino;
   r.path = f.path;
   r.base_etag = f.base_etag;
@@ -348,7 +400,7 @@ Status FileData::Journal(OpenFile& f) {
   r.mtime_ns = f.mtime_ns;
   r.tag = f.tag;
   r.commit_ids = f.commit_ids;
-  STAMPFS_RETURN_IF_ERROR(cache_.SetJournal(f.cache_id, r));
+  STAMPFS_RETURN_IF_ERROR(cache_.SetJournal(f.cache_id, r, durable));
   f.journaled = true;
   f.journaled_size = f.size;
   return Status::Ok();

@@ -38,6 +38,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cache/block_cache.h"
@@ -70,6 +71,24 @@ struct FileDataOptions {
   std::string host;                          // in conflict copy names; default gethostname()
   int64_t backpressure_patience_ms = 10000;  // then a writer goes over the cap (logged)
   std::function<int64_t()> now_ns;           // clock for mtimes and names (tests)
+  // -o commit=async: close makes the changes durable in the cache journal and
+  // returns; the commit pipeline commits them commit_delay_ms after the last
+  // close (fsync commits at once). Otherwise (commit=close) flush commits.
+  bool async_commit = false;
+  int64_t commit_delay_ms = 500;
+  // Commits in flight at once; 0 runs no pipeline thread: the owner calls
+  // CommitDue (the simulation's deterministic schedule).
+  int commit_threads = 16;
+  // Closed files waiting for their commit; a close beyond this waits (each
+  // holds a cache file open).
+  size_t max_queued = 4096;
+};
+
+// What the commit pipeline holds (stampfs stat).
+struct PipelineStats {
+  uint64_t queued = 0;         // closed files waiting for their commit
+  int64_t oldest_age_ms = 0;   // since the oldest of them was closed
+  uint64_t retrying = 0;       // of which a commit failed and is retried
 };
 
 struct OpenFlags {
@@ -102,9 +121,15 @@ class FileData {
   // `>` flushes the new file on close(3) after dup2, then writes fd 1).
   Result<size_t> Write(uint64_t ino, const char* buf, size_t size, uint64_t offset,
                        bool append = false, uint64_t handle = kAnyHandle);
-  // Commits the file if it has changes (flush, fsync).
+  // flush(2) (every close): commits the file if it has changes; with
+  // async_commit, journals them instead.
   Status Flush(uint64_t ino);
-  // Drops one open; the last one commits changes left.
+  // fsync/fdatasync: the file's changes are committed when it returns.
+  Status Sync(uint64_t ino);
+  // fsyncdir, syncfs: every change of this mount committed (or failed).
+  Status SyncAll();
+  // Drops one open; the last one commits changes left (async_commit: makes
+  // them durable in the journal and queues the commit).
   Status Release(uint64_t ino);
   // Changes the size of a file, open or not.
   Status Truncate(uint64_t ino, uint64_t size);
@@ -129,7 +154,15 @@ class FileData {
   // left stays in the dirty journal for the next mount. Returns how many
   // files were left with changes.
   size_t CommitAll(std::chrono::milliseconds budget);
+  // Runs the queued commits that are due (commit_threads == 0), in order.
+  // Returns how many ran.
+  size_t CommitDue();
+  // The mount holds changes of `ino` not committed yet (queued, or kept
+  // after a failed commit).
+  bool Pending(uint64_t ino);
+  PipelineStats Pipeline();
 
+  bool async() const { return options_.async_commit; }
   uint64_t blob_requests() const { return blob_requests_; }
 
  private:
@@ -220,7 +253,7 @@ class FileData {
   Status Load(OpenFile& f, const OpenFlags& flags);
   Status Bind(OpenFile& f, const FileState& state);
   void Unload(OpenFile& f);
-  Status Journal(OpenFile& f);
+  Status Journal(OpenFile& f, bool durable = false);
   int64_t Now() const { return options_.now_ns(); }
   // file_io.cc: reads, writes, truncation under the file's lock.
   Result<size_t> ReadLocked(const FilePtr& fp, Lock& lock, char* buf, size_t size, uint64_t off);
@@ -249,6 +282,14 @@ class FileData {
                   uint64_t length);
   void WaitIdle(OpenFile& f, Lock& lock);
   Status Backpressure(const FilePtr& fp, Lock& lock, uint64_t bytes);
+  // file_pipeline.cc: the async commit queue.
+  void Enqueue(uint64_t ino, int64_t delay_ms);
+  void Dequeue(uint64_t ino);
+  void WaitForRoom();
+  void RunScheduler();
+  void CommitQueued(uint64_t ino);
+  void Closed(const FilePtr& fp, Lock& lock);
+  int64_t NowMs() const { return Now() / 1000000; }
   // file_commit.cc: commits and conflicts.
   Status CommitLocked(const FilePtr& fp, Lock& lock);
   Status CommitBusy(const FilePtr& fp, Lock& lock);
@@ -288,7 +329,21 @@ class FileData {
   RecentVersions recent_;  // files closed lately: version and committed attributes
   std::atomic<uint64_t> blob_requests_{0};
   std::atomic<int> streams_{0};  // running; at most fetch_threads
+  // The commit queue: closed files with changes, by inode. Lock order: a
+  // file's mu, then queue_mu_.
+  struct Queued {
+    int64_t due_ms = 0;
+    int64_t since_ms = 0;  // first queued (the age stampfs stat shows)
+    int failures = 0;      // commits that failed since: backoff
+    bool running = false;  // handed to a pipeline thread
+  };
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;           // queue changed, or stopping
+  std::map<uint64_t, Queued> queued_;          // GUARDED_BY(queue_mu_)
+  bool stopping_ = false;                      // GUARDED_BY(queue_mu_)
+  std::thread scheduler_;
   // Last members: destroyed first, so no task outlives what it uses.
+  std::unique_ptr<WorkQueue> commits_;
   WorkQueue fetches_;
   WorkQueue uploads_;
 };

@@ -111,26 +111,49 @@ size_t FileData::CommitAll(std::chrono::milliseconds budget) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [ino, f] : files_) files.push_back(f);
   }
-  size_t left = 0;
-  for (const FilePtr& fp : files) {
+  // One file: committed, or counted as left (its changes stay journaled).
+  auto commit_one = [this, deadline](const FilePtr& fp) -> bool {
     Lock lock(fp->mu);
-    if (!fp->loaded || !fp->dirty) continue;
+    if (!fp->loaded || !fp->dirty) return true;
     if (std::chrono::steady_clock::now() >= deadline) {
-      LogWarning("shutdown: " + fp->path + ": no time left to commit; the changes stay in " +
-                 "the cache journal for the next mount");
-      ++left;
-      continue;
+      LogWarning(fp->path + ": no time left to commit; the changes stay in the cache journal " +
+                 "for the next mount");
+      return false;
     }
     Status s = CommitLocked(fp, lock);
-    if (fp->dirty) {
-      LogWarning("shutdown: " + fp->path + ": not committed (" + s.ToString() +
-                 "); the changes stay in the cache journal for the next mount");
-      ++left;
-    } else {
-      LogInfo("shutdown: committed " + fp->path);
+    if (fp->loaded && fp->dirty) {
+      LogWarning(fp->path + ": not committed (" + s.ToString() +
+                 "); the changes stay in the cache journal");
+      return false;
     }
+    LogInfo("committed " + fp->path);
+    Dequeue(fp->ino);
+    if (fp->refs == 0) Closed(fp, lock);
+    return true;
+  };
+  if (!commits_) {
+    size_t left = 0;
+    for (const FilePtr& fp : files) left += commit_one(fp) ? 0 : 1;
+    return left;
   }
-  return left;
+  // In parallel on the pipeline's threads (their entry changes share batches).
+  struct Tally {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t done = 0, left = 0;
+  } tally;
+  for (const FilePtr& fp : files) {
+    commits_->Submit([&tally, &commit_one, fp] {
+      const bool ok = commit_one(fp);
+      std::lock_guard<std::mutex> lock(tally.mu);
+      tally.done++;
+      if (!ok) tally.left++;
+      tally.cv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> lock(tally.mu);
+  tally.cv.wait(lock, [&] { return tally.done == files.size(); });
+  return tally.left;
 }
 
 // Commits one journaled file with the preconditions it had (the conflict
@@ -148,7 +171,11 @@ Status FileData::ReplayOne(const CacheFileInfo& info) {
     // the daemon died before its first commit): created under its name.
     auto parent = Resolve(ParentPath(j.path), &held);
     if (parent.ok() && parent->IsDir()) {
-      auto made = ns_.Create(parent->ino, BaseName(j.path), 0644, getuid(), getgid());
+      // With the attributes it had in the mount that died (journaled since
+      // schema 3; older rows: 0644 and this process's owner).
+      const bool known = j.mode != 0;
+      auto made = ns_.Create(parent->ino, BaseName(j.path), known ? j.mode & 07777 : 0644,
+                             known ? j.uid : getuid(), known ? j.gid : getgid());
       if (made.ok()) {
         held.push_back(made->ino);
         ino = made->ino;

@@ -256,8 +256,11 @@ void OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   FsContext& c = Ctx(req);
   const fuse_ctx* who = fuse_req_ctx(req);
   // Without O_EXCL the entry waits for the first commit (one transaction
-  // with the blob's ETag); O_EXCL reserves the name in the table now.
-  auto attr = c.ns->Create(parent, name, mode, who->uid, who->gid, !(fi->flags & O_EXCL));
+  // with the blob's ETag); O_EXCL reserves the name in the table now, but
+  // with commit=async only on this mount: across mounts the later commit
+  // finds the name taken and becomes a conflict copy (docs/semantics.md).
+  const bool deferred = !(fi->flags & O_EXCL) || c.data->async();
+  auto attr = c.ns->Create(parent, name, mode, who->uid, who->gid, deferred);
   bool created = attr.ok();
   if (attr.status().Is(Code::kAlreadyExists) && !(fi->flags & O_EXCL)) {
     attr = c.ns->Lookup(parent, name);  // another mount won the race: open its file
@@ -304,7 +307,13 @@ void OnFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 }
 
 void OnFsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
-  ReplyStatus(req, Ctx(req).data->Flush(ino), "fsync");
+  ReplyStatus(req, Ctx(req).data->Sync(ino), "fsync");
+}
+
+// A directory's entries are durable once the files of this mount are
+// committed (a new file's entry is inserted by its first commit).
+void OnFsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) {
+  ReplyStatus(req, Ctx(req).data->SyncAll(), "fsyncdir");
 }
 
 void OnRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
@@ -389,6 +398,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.write = OnWrite;
   ops.flush = OnFlush;
   ops.fsync = OnFsync;
+  ops.fsyncdir = OnFsyncdir;
   ops.release = OnRelease;
   ops.fallocate = OnFallocate;
   ops.statfs = OnStatfs;

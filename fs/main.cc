@@ -1,6 +1,7 @@
 // stampfs: mount an Azure Storage container as a local file system.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,6 +117,21 @@ Result<int> LockCacheDir(const std::string& dir) {
     return Status(Code::kConflict, "cache_dir " + dir + " is in use by another stampfs mount");
   }
   return fd;
+}
+
+// Closed files the commit queue may hold: each keeps a cache file open, so
+// the descriptor limit is raised to its hard maximum and half of it is left
+// to the queue (the rest: FUSE, sockets, SQLite, open files).
+size_t QueueBound() {
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 256;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+    getrlimit(RLIMIT_NOFILE, &lim);
+  }
+  const uint64_t fds = lim.rlim_cur == RLIM_INFINITY ? (1u << 20) : lim.rlim_cur;
+  return static_cast<size_t>(std::clamp<uint64_t>(fds / 2, 64, 4096));
 }
 
 std::string FuseOptionString(const MountOptions& o) {
@@ -365,12 +381,20 @@ int Mount(const std::vector<std::string>& args) {
   fdo.container = o.container;
   fdo.block_size = o.block_size;
   fdo.conflict = ParseConflictPolicy(o.conflict).value();
+  fdo.async_commit = o.async_commit && !o.read_only;
+  fdo.commit_delay_ms = static_cast<int64_t>(o.commit_delay * 1000);
+  fdo.commit_threads = o.commit_threads;
+  fdo.max_queued = QueueBound();
   FileData data(ns, *blobs, **block_cache, fdo);
   // Changes a crash left uncommitted are committed before anything is served.
   if (!o.read_only) data.ReplayJournal().PermitUnchecked();
   RegisterGauge("cache.dirty_bytes", [&] { return (*block_cache)->Stats().uncommitted; });
   RegisterGauge("cache.used_bytes", [&] { return (*block_cache)->Stats().used; });
   RegisterGauge("cache.evicted_bytes", [&] { return (*block_cache)->Stats().evicted; });
+  RegisterGauge("commits.queued", [&] { return data.Pipeline().queued; });
+  RegisterGauge("commits.oldest_age_ms",
+                [&] { return static_cast<uint64_t>(data.Pipeline().oldest_age_ms); });
+  RegisterGauge("commits.retrying", [&] { return data.Pipeline().retrying; });
   int rc = Serve(o, *control_path, ns, data, daemon);
   ClearGauges();
   return rc;

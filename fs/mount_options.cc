@@ -85,6 +85,26 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
                     "option conflict=" + value + ": expected copy, fail or overwrite");
     }
     o->conflict = value;
+  } else if (key == "commit") {
+    if (value != "async" && value != "close") {
+      return Status(Code::kInvalidArgument, "option commit=" + value + ": expected async or close");
+    }
+    o->async_commit = value == "async";
+  } else if (key == "commit_delay") {
+    char* end = nullptr;
+    double v = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || v < 0 || v > 60) {
+      return Status(Code::kInvalidArgument,
+                    "option commit_delay=" + value + ": expected seconds between 0 and 60");
+    }
+    o->commit_delay = v;
+  } else if (key == "commit_threads") {
+    auto v = ParseU32(key, value, 10);
+    STAMPFS_RETURN_IF_ERROR(v);
+    if (*v < 1 || *v > 128) {
+      return Status(Code::kInvalidArgument, "option commit_threads=" + value + ": 1 to 128");
+    }
+    o->commit_threads = static_cast<int>(*v);
   } else if (key == "uid" || key == "gid" || key == "umask") {
     auto v = ParseU32(key, value, key == "umask" ? 8 : 10);
     STAMPFS_RETURN_IF_ERROR(v);
@@ -338,6 +358,12 @@ Secrets are never accepted on the command line.
                               when another writer committed a file first: save this
                               writer's data as NAME.conflict-HOST-TIME (default), only
                               fail (EIO, data kept in the cache), or overwrite
+  -o commit=async|close       async (default): close returns once the changes are durable
+                              in the local cache journal, and they are committed to the
+                              container within commit_delay (fsync commits at once);
+                              close: every close commits before it returns
+  -o commit_delay=SECONDS     async: commit this long after the last close (default 0.5)
+  -o commit_threads=N         commits in flight at once (default 16)
   -o discover=SECONDS         import what other tools wrote to the container this often
                               (as stampfs import --refresh; default 0: never)
   -o shutdown_timeout=SECONDS at unmount/SIGTERM, commit dirty files this long at most

@@ -52,6 +52,9 @@ struct MountOptions {
   uint64_t cache_size = 1ull << 30;  // block cache cap in bytes (-o cache_size=SIZE)
   uint64_t block_size = 4ull << 20;  // base block size of new files (-o block_size=SIZE)
   std::string conflict = "copy";     // copy | fail | overwrite (-o conflict=)
+  bool async_commit = true;          // -o commit=async (default) | close
+  double commit_delay = 0.5;         // seconds from the last close to an async commit
+  int commit_threads = 16;           // commits (uploads) in flight at once
   // Options passed to the kernel mount as they are (nosuid, nodev, noexec, ...).
   std::vector<std::string> kernel_options;
 };

@@ -264,10 +264,12 @@ void Namespace::ListedOrTooLarge(const std::string& pk, bool too_large) {
 }
 
 Result<Entity> Namespace::FetchEntry(const std::string& dir_path, const std::string& name,
-                                     bool fresh) {
+                                     bool fresh, bool pending_too) {
   const std::string pk = PartitionKeyForDirectory(dir_path);
   const std::string rk = RowKeyForName(name);
-  if (auto pending = PendingEntry(pk, rk)) return *pending;
+  if (pending_too) {
+    if (auto pending = PendingEntry(pk, rk)) return *pending;
+  }
   if (cache_ && !fresh) {
     auto gen = cache_->GetGeneration(pk);
     auto ce = cache_->GetEntry(pk, rk);
@@ -363,8 +365,15 @@ Result<Entity> Namespace::FetchEntryOf(uint64_t ino, std::string* path, bool fre
 Result<BatchResult> Namespace::CommitInDirectory(const std::string& dir_path,
                                                  std::vector<TableOperation> ops,
                                                  BatchError* error) {
-  const std::string pk = PartitionKeyForDirectory(dir_path);
   std::lock_guard<std::mutex> lock(StripeFor(dir_path));
+  return CommitInDirectoryLocked(dir_path, std::move(ops), error);
+}
+
+// REQUIRES: the directory's stripe is held.
+Result<BatchResult> Namespace::CommitInDirectoryLocked(const std::string& dir_path,
+                                                       std::vector<TableOperation> ops,
+                                                       BatchError* error) {
+  const std::string pk = PartitionKeyForDirectory(dir_path);
   std::optional<DirectoryGeneration> gen;
   if (cache_) gen = cache_->GetGeneration(pk);
   bool exact = gen && gen->complete;

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -141,6 +142,8 @@ class Namespace {
                       uint32_t gid, bool deferred = false);
   // The file was created deferred and its entry is not in the table yet.
   bool IsPending(uint64_t ino);
+  // A pending file's attributes (to journal them with its data).
+  std::optional<Attr> PendingAttr(uint64_t ino);
   // Its name was taken by another mount before its first commit: forgotten.
   void AbandonPending(uint64_t ino);
   Result<Attr> Symlink(uint64_t parent, const std::string& name, const std::string& target,
@@ -201,7 +204,10 @@ class Namespace {
   Result<Located> Locate(uint64_t parent, const std::string& name, bool new_name = false);
   Result<std::string> PathOf(uint64_t ino);
   // `fresh` skips the cache (before a conditional write that must not be stale).
-  Result<Entity> FetchEntry(const std::string& dir_path, const std::string& name, bool fresh);
+  // `pending_too`: this mount's pending creates count (as every lookup
+  // sees them); false: only what the table holds.
+  Result<Entity> FetchEntry(const std::string& dir_path, const std::string& name, bool fresh,
+                            bool pending_too = true);
   Result<Entity> FetchEntryOf(uint64_t ino, std::string* path, bool fresh);
   Result<std::vector<Entity>> FetchListing(const std::string& dir_path, size_t max_pages = 0);
   bool ConfirmedBy(const std::string& pk, DirectoryGeneration* gen, const Entity& dot);
@@ -212,6 +218,14 @@ class Namespace {
   Attr WithDirectoryTimes(const std::string& path, Attr attr);
   Result<BatchResult> CommitInDirectory(const std::string& dir_path,
                                         std::vector<TableOperation> ops, BatchError* error);
+  Result<BatchResult> CommitInDirectoryLocked(const std::string& dir_path,
+                                              std::vector<TableOperation> ops, BatchError* error);
+  // One entry operation that may share its entity group transaction with
+  // others of the same directory arriving meanwhile (fs/namespace_groups.cc):
+  // the result and `error` (failed_index 0: this operation) are this
+  // operation's alone.
+  Result<BatchResult> CommitGrouped(const std::string& dir_path, const TableOperation& op,
+                                    BatchError* error);
   Status ConfirmNotFound(const std::vector<TableOperation>& ops, BatchError* err);
   Result<Entity> MergeEntry(uint64_t ino, const std::function<Status(Entity*)>& change);
   Result<uint64_t> AllocateIno();
@@ -287,6 +301,10 @@ class Namespace {
   std::mutex pending_mu_;  // after rename_mu_, before any stripe; inserts run outside it
   std::condition_variable pending_cv_;   // an insert finished
   std::map<uint64_t, Pending> pending_;  // by inode  GUARDED_BY(pending_mu_)
+  // Operations waiting to share a transaction, by directory path.
+  struct GroupSlot;
+  std::mutex groups_mu_;  // after a stripe
+  std::map<std::string, std::deque<std::shared_ptr<GroupSlot>>> groups_;  // GUARDED_BY(groups_mu_)
   std::mutex lookups_mu_;
   std::unordered_map<std::string, DirectoryLookups> lookups_;  // GUARDED_BY(lookups_mu_)
   std::string mount_id_;  // random, names this instance in the intents it writes

@@ -250,8 +250,8 @@ Result<Entity> Namespace::MergeEntry(uint64_t ino, const std::function<Status(En
       return updated;
     }
     BatchError err;
-    auto r = CommitInDirectory(
-        ParentPath(path), {TableOperation::Replace(updated, Condition::IfMatch(e->etag))}, &err);
+    auto r = CommitGrouped(ParentPath(path),
+                           TableOperation::Replace(updated, Condition::IfMatch(e->etag)), &err);
     if (!r.ok() && err.failed_index == 0 && r.status().Is(Code::kPreconditionFailed)) continue;
     STAMPFS_RETURN_IF_ERROR(r);
     updated.etag = r->etags[0];

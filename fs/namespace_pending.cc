@@ -23,6 +23,15 @@ bool Namespace::IsPending(uint64_t ino) {
   return pending_.count(ino) > 0;
 }
 
+std::optional<Attr> Namespace::PendingAttr(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  auto it = pending_.find(ino);
+  if (it == pending_.end()) return std::nullopt;
+  auto attr = AttrFromEntity(it->second.entry);
+  if (!attr.ok()) return std::nullopt;
+  return *attr;
+}
+
 std::optional<Entity> Namespace::PendingEntry(const std::string& pk, const std::string& rk) {
   std::lock_guard<std::mutex> lock(pending_mu_);
   for (const auto& [ino, p] : pending_) {
@@ -84,7 +93,7 @@ Result<Entity> Namespace::InsertPending(uint64_t ino, std::unique_lock<std::mute
   lock.unlock();
   BatchError err;
   Result<Entity> out = Status(Code::kInternal, "insert not run");
-  auto r = CommitInDirectory(dir_path, {TableOperation::Insert(entry)}, &err);
+  auto r = CommitGrouped(dir_path, TableOperation::Insert(entry), &err);
   if (r.ok()) {
     entry.etag = r->etags[0];
     out = entry;

@@ -188,7 +188,9 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   if (sattr->IsDir() && IsInside(to->path, from->path)) {
     return Status(Code::kInvalidArgument, "cannot move a directory into itself");
   }
-  auto dst = FetchEntry(to->parent_path, new_name, true);
+  // A pending entry left after MaterializePending lost its name to another
+  // mount's entry (its commit makes a conflict copy): the table's decides.
+  auto dst = FetchEntry(to->parent_path, new_name, true, false);
   if (!dst.ok() && !dst.status().Is(Code::kNotFound)) return dst.status();
   std::optional<FileState> replaced;
   if (dst.ok()) {

@@ -45,6 +45,25 @@ std::string CheckFsck(World& world) {
 
 namespace {
 
+// A file's content as the mount serves it (open, read, release).
+std::string ReadThrough(SimMount& m, uint64_t ino, uint64_t size) {
+  if (!m.data->Open(ino, OpenFlags{false, false, false}).ok()) return "<open failed>";
+  std::string out(size, '\0');
+  uint64_t done = 0;
+  while (done < size) {
+    auto n = m.data->Read(ino, out.data() + done, size - done, done);
+    if (!n.ok()) {
+      out = "<" + n.status().ToString() + ">";
+      break;
+    }
+    if (*n == 0) break;
+    done += *n;
+  }
+  if (done < size && out.size() == size) out.resize(done);
+  m.data->Release(ino).PermitUnchecked();
+  return out;
+}
+
 void Walk(SimMount& m, BlobStore& raw, uint64_t ino, const std::string& path, bool with_content,
           std::map<std::string, std::string>* lines) {
   auto entries = m.ns->ReadDir(ino);
@@ -71,6 +90,9 @@ void Walk(SimMount& m, BlobStore& raw, uint64_t ino, const std::string& path, bo
         std::string content;
         if (!st.ok()) {
           content = "<" + st.status().ToString() + ">";
+        } else if (m.data->async() && m.data->Pending(a.ino)) {
+          // Closed but not committed yet: the mount shows its local data.
+          content = ReadThrough(m, a.ino, a.size);
         } else if (!st->blob_etag.empty()) {
           auto data = raw.ReadToString(kContainer, st->blob);
           content = data.ok() ? *data : "<" + data.status().ToString() + ">";

@@ -88,6 +88,16 @@ void Ledger::Acked(int mount, View& v, const Snapshot& now, int step, std::strin
   v.tainted = false;
   v.dirty = false;
   const ObservedEntry* e = now.Ino(v.ino);
+  if (e == nullptr && v.base.empty() && !doomed_.count(v.ino)) {
+    // A new file whose entry never reached the table before a kill: the
+    // journal replay inserted it under a new inode (commit=async).
+    for (const auto& [path, entry] : now.by_path) {
+      if (S_ISREG(entry.mode) && !IsConflictCopyName(BaseName(path)) &&
+          ContentOf(entry) == v.data && !v.data.empty()) {
+        e = &entry;
+      }
+    }
+  }
   // POSIX: what is written to a file whose name was removed goes with it.
   if (!had_changes || v.unlinked || (e == nullptr && doomed_.count(v.ino))) return;
   // Where the promised bytes may be: the file, or a conflict copy.
@@ -112,7 +122,7 @@ void Ledger::Acked(int mount, View& v, const Snapshot& now, int step, std::strin
   v.uncertain = false;
   v.own.insert(v.base);  // the landing of this commit is checked after the step
   v.base = v.data;
-  acks_.push_back(Ack{v.ino, mount, step, e ? e->path : "", v.data, overlay, partial});
+  acks_.push_back(Ack{e ? e->ino : v.ino, mount, step, e ? e->path : "", v.data, overlay, partial});
 }
 
 void Ledger::Conflicted(View& v, const Snapshot& now) {
@@ -134,7 +144,9 @@ bool Ledger::Explained(int actor, uint64_t ino, const std::string& prev, const s
     // A journal replay inserts a file that never reached the table under a
     // new inode: any new-file view of the actor with that content.
     for (auto& [key, view] : views_) {
-      if (key.first == actor && view.base.empty() && (view.uncertain || view.data == now)) {
+      // (Its acknowledgement may be checked already: then "" is an own base.)
+      const bool new_file = view.base.empty() || view.own.count(std::string()) > 0;
+      if (key.first == actor && new_file && (view.uncertain || view.data == now)) {
         v = &view;
       }
     }

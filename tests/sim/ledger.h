@@ -33,6 +33,9 @@ struct View {
   std::set<std::string> own;         // versions this view landed without an acknowledgement
   int refs = 0;
   bool unlinked = false;  // this mount unlinked it while open: nothing to commit
+  // commit=async: a flush or close acknowledged the data locally; checked
+  // (invariant 1) once the pipeline or a replay committed it.
+  bool promised = false;
 };
 
 class Ledger {

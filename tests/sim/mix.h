@@ -41,6 +41,11 @@ struct Mix {
   // new: a file unlinked while open keeps its blob until its last close, so
   // a new file of that name meets it (a false conflict, EIO)
   bool reuse_unlinked = false;
+  // Issue 13: odd seeds mount with -o commit=async (close journals, the
+  // pipeline commits at `pump` steps); even seeds with commit=close.
+  bool async_commit = true;
+  // Sets a switch by its name ("append-race", ...); false for an unknown name.
+  bool Disable(const std::string& name);
   // Sets a switch by its name ("append-race", ...); false for an unknown name.
   bool Enable(const std::string& name);
   static std::vector<std::string> Names();

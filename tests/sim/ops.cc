@@ -132,7 +132,8 @@ std::string Executor::OpenFile(Op& op, SimMount& m, const Snapshot& before, Stat
   bool created = false;
   if (create) {
     // fuse_ops.cc OnCreate: without O_EXCL the entry waits for the first commit.
-    attr = m.ns->Create(parent->ino, name, 0644, 0, 0, !op.excl);
+    // As fs/fuse_ops.cc: O_EXCL creates are deferred too with commit=async.
+    attr = m.ns->Create(parent->ino, name, 0644, 0, 0, !op.excl || m.data->async());
     created = attr.ok();
     if (attr.status().Is(Code::kAlreadyExists) && !op.excl) attr = m.ns->Lookup(parent->ino, name);
   } else {
@@ -226,11 +227,12 @@ std::string Executor::Commit(Op& op, SimMount& m, const Snapshot& before, int st
   (void)before;
   OpenHandle h = handles_.at(op.handle);
   View* v = ledger_.Find(m.id, h.ino);
-  *status = m.data->Flush(h.ino);
+  // As fs/fuse_ops.cc: fsync is FileData::Sync, flush (every close) Flush.
+  const bool fsync = op.kind == OpKind::kFsync;
+  *status = fsync ? m.data->Sync(h.ino) : m.data->Flush(h.ino);
   std::string out;
   if (v != nullptr && status->ok()) {
-    Snapshot now = Observe(world_.raw_table(), world_.raw_blobs());
-    ledger_.Acked(m.id, *v, now, step, violation);
+    Acknowledge(m, *v, m.data->async() && !fsync, step, violation);
   } else if (v != nullptr &&
              (status->Is(Code::kPreconditionFailed) || status->Is(Code::kNotFound))) {
     // A conflict, or the directory of a new file was removed: either way the
@@ -245,7 +247,7 @@ std::string Executor::Commit(Op& op, SimMount& m, const Snapshot& before, int st
   if (v != nullptr && --v->refs <= 0) {
     v->refs = 0;
     const bool kept = v->dirty && !released.ok() && !released.Is(Code::kPreconditionFailed);
-    if (!kept) ledger_.DropAfterStep(m.id, h.ino);
+    if (!kept && !Kept(m, h.ino)) ledger_.DropAfterStep(m.id, h.ino);
   }
   return out;
 }
@@ -262,16 +264,16 @@ std::string Executor::Truncate(Op& op, SimMount& m, const Snapshot& before, int 
   if (status->ok()) {
     ledger_.Truncate(v, op.off);
     NoteSize(m.id, at->ino, op.off);
-    // Not open here: FileData::Truncate's release committed it.
-    if (!open_here)
-      ledger_.Acked(m.id, v, Observe(world_.raw_table(), world_.raw_blobs()), step, violation);
+    // Not open here: FileData::Truncate's release committed it (commit=async:
+    // journaled it).
+    if (!open_here) Acknowledge(m, v, m.data->async(), step, violation);
   } else if (status->Is(Code::kPreconditionFailed)) {
     ledger_.Conflicted(v, Observe(world_.raw_table(), world_.raw_blobs()));
   } else {
     v.uncertain = true;
     v.dirty = true;
   }
-  if (!open_here && !v.dirty) ledger_.DropAfterStep(m.id, at->ino);
+  if (!open_here && !v.dirty && !Kept(m, at->ino)) ledger_.DropAfterStep(m.id, at->ino);
   return "ino " + std::to_string(at->ino);
 }
 
@@ -413,6 +415,36 @@ std::optional<int> Executor::Expect(const Op& op) {
 
 // A shell's `echo >> f`: open (O_APPEND), one write at the kernel's size,
 // close; each part checked as the operation it is.
+void Executor::Acknowledge(SimMount& m, View& v, bool local, int step, std::string* violation) {
+  // Nothing changed (a truncate to the size it had): FileData queued nothing.
+  const bool changes = v.dirty && (v.data != v.base || v.tainted);
+  if (local && (changes || v.promised)) {
+    v.promised = true;
+    return;
+  }
+  v.promised = false;
+  ledger_.Acked(m.id, v, Observe(world_.raw_table(), world_.raw_blobs()), step, violation);
+}
+
+// The mount still holds changes of `ino` (commit=async: queued or retried).
+bool Executor::Kept(SimMount& m, uint64_t ino) const {
+  return m.up() && m.data->Pending(ino);
+}
+
+void Executor::ResolvePromises(SimMount& m, int step, std::string* violation) {
+  for (uint64_t ino : ledger_.Inos(m.id)) {
+    View* v = ledger_.Find(m.id, ino);
+    if (v == nullptr || Kept(m, ino)) continue;
+    if (v->promised) {
+      v->promised = false;
+      ledger_.Acked(m.id, *v, Observe(world_.raw_table(), world_.raw_blobs()), step, violation);
+    }
+    // Committed (a new empty file promises nothing, yet was queued): the
+    // next open loads the account's version.
+    if (v->refs == 0) ledger_.DropAfterStep(m.id, ino);
+  }
+}
+
 std::string Executor::AppendClose(Op& op, const Snapshot& before, int step, bool fault_armed,
                                   std::string* violation) {
   Op part = op;
@@ -463,6 +495,11 @@ std::string Executor::Run(Op& op, const Snapshot& before, int step, bool fault_a
       break;
     case OpKind::kAppendClose:
       return AppendClose(op, before, step, fault_armed, violation);
+    case OpKind::kPump: {
+      const size_t ran = m.data->async() ? m.data->CommitDue() : 0;
+      ResolvePromises(m, step, violation);
+      return "committed " + std::to_string(ran);
+    }
     default:
       detail = ChangeNames(op, m, before, fault_armed, &status);
       break;

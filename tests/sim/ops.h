@@ -47,6 +47,10 @@ class Executor {
   }
   // Closes every handle of `mount` (quiescing), as steps of their own.
   std::vector<Op> CloseAll(int mount) const;
+  // commit=async: every view of `m` whose local acknowledgement the mount has
+  // committed since (or, the mount down, ever will: CommitAll ran) is
+  // checked against the account (invariant 1).
+  void ResolvePromises(SimMount& m, int step, std::string* violation);
 
  private:
   Result<Attr> Resolve(SimMount& m, const std::string& path);
@@ -64,6 +68,10 @@ class Executor {
   void NoteSize(int mount, uint64_t ino, uint64_t size);
   std::string AppendClose(Op& op, const Snapshot& before, int step, bool fault_armed,
                           std::string* violation);
+  // A commit acknowledged: checked now (commit=close, fsync) or once
+  // committed (commit=async flush and close).
+  void Acknowledge(SimMount& m, View& v, bool local, int step, std::string* violation);
+  bool Kept(SimMount& m, uint64_t ino) const;
   bool HeldUnlinked(const std::string& path);
   std::optional<std::string> SkipCreate(const Op& op, const Snapshot& before);
   bool MovesOpenFile(const std::string& from, const Snapshot& before) const;

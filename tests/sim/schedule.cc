@@ -16,13 +16,19 @@ bool Mix::Enable(const std::string& name) {
   if (name == "reuse-unlinked") return reuse_unlinked = true;
   if (name == "dir-faults") return dir_faults = true;
   if (name == "ambiguous-put") return ambiguous_put = true;
+  if (name == "async-commit") return async_commit = true;
+  return false;
+}
+
+bool Mix::Disable(const std::string& name) {
+  if (name == "async-commit") return !(async_commit = false);
   return false;
 }
 
 std::vector<std::string> Mix::Names() {
   return {"append-race", "write-after-conflict", "symlink-over-file-xdir", "twin-names",
           "lying-404",   "commit-faults",        "ambiguous-put",          "dir-faults",
-          "rename-open", "orphan-blob",          "reuse-unlinked"};
+          "rename-open", "orphan-blob",          "reuse-unlinked",         "async-commit"};
 }
 
 namespace {
@@ -31,7 +37,8 @@ const char* KindName(OpKind k) {
   static const char* const kNames[] = {"create", "open",    "write",    "append",      "flush",
                                        "fsync",  "close",   "truncate", "unlink",      "rename",
                                        "mkdir",  "rmdir",   "symlink",  "chmod",       "setxattr",
-                                       "kill",   "restart", "freeze",   "append-close"};
+                                       "kill",   "restart", "freeze",   "append-close",
+                                       "pump"};
   return kNames[static_cast<int>(k)];
 }
 
@@ -39,7 +46,7 @@ const char* KindName(OpKind k) {
 
 bool Commits(OpKind kind) {
   return kind == OpKind::kFlush || kind == OpKind::kFsync || kind == OpKind::kClose ||
-         kind == OpKind::kTruncate || kind == OpKind::kAppendClose;
+         kind == OpKind::kTruncate || kind == OpKind::kAppendClose || kind == OpKind::kPump;
 }
 
 std::string Op::Describe() const {
@@ -90,7 +97,7 @@ std::string Op::Describe() const {
   return s;
 }
 
-Schedule::Schedule(const Mix& mix, bool faults) : faults_(faults) {
+Schedule::Schedule(const Mix& mix, bool faults, bool async) : faults_(faults), async_(async) {
   names_ = {"a",
             "b",
             "c",
@@ -168,6 +175,7 @@ Op Schedule::Next(std::mt19937_64& rng, const std::vector<bool>& up,
       {OpKind::kKill, faults_ ? 2 : 0},
       {OpKind::kFreeze, faults_ ? 1 : 0},
       {OpKind::kAppendClose, 5},
+      {OpKind::kPump, async_ ? 6 : 0},
   };
   int total = 0;
   for (const Choice& c : choices) total += c.weight;

@@ -33,6 +33,7 @@ enum class OpKind {
   kRestart,
   kFreeze,
   kAppendClose,  // open O_APPEND, write, close: a shell's >>
+  kPump,         // commit=async: the pipeline commits what is due (CommitDue)
 };
 
 struct Op {
@@ -53,7 +54,7 @@ struct HandleRef {
 
 class Schedule {
  public:
-  Schedule(const Mix& mix, bool faults);
+  Schedule(const Mix& mix, bool faults, bool async = false);
   // `up[i]`: mount i is running; `handles`: the open handles; `existing`:
   // paths the account holds (half the paths drawn are one of them).
   Op Next(std::mt19937_64& rng, const std::vector<bool>& up, const std::vector<HandleRef>& handles,
@@ -68,6 +69,7 @@ class Schedule {
   std::vector<std::string> names_;
   std::vector<std::string> dirs_;
   bool faults_;
+  bool async_;
 };
 
 // Whether a step of this kind commits (flush, fsync, close, truncate).

@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
       config.steps = std::atoi(argv[++i]);
     } else if (arg == "--enable" && has_value) {
       if (!config.mix.Enable(argv[++i])) return Usage();
+    } else if (arg == "--disable" && has_value) {
+      if (!config.mix.Disable(argv[++i])) return Usage();
     } else if (arg == "--verbose") {
       stampfs::SetLogLevel(stampfs::LogLevel::kWarning);
     } else {

@@ -53,6 +53,9 @@ Status World::Start(SimMount& m) {
   fo.conflict = policy_;
   fo.host = "m" + std::to_string(m.id);
   fo.now_ns = [this] { return now_ns_; };
+  fo.async_commit = async_;
+  fo.commit_threads = 0;
+  fo.commit_delay_ms = 0;  // due at once: commits happen at pump steps
   m.meta = std::move(*meta);
   m.ns = std::move(ns);
   m.blocks = std::move(*blocks);

@@ -65,6 +65,9 @@ class World {
   BlobStore& raw_blobs() { return *blobs_; }
 
   int64_t now_ns() const { return now_ns_; }
+  // -o commit=async for mounts started from now on (no pipeline thread: the
+  // schedule's pump steps run CommitDue).
+  void set_async(bool async) { async_ = async; }
   void Advance(int64_t ms) { now_ns_ += ms * 1000000; }
 
   // A mount on a new cache dir with no faults (the final reader).
@@ -76,6 +79,7 @@ class World {
   std::vector<SimMount> mounts_;
   std::string root_;
   ConflictPolicy policy_;
+  bool async_ = false;
   int64_t now_ns_ = 1'700'000'000'000'000'000;
   int fresh_ = 0;
 };

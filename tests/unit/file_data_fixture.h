@@ -78,6 +78,9 @@ class FileDataTest : public ::testing::Test {
     fo.conflict = policy;
     fo.host = "testhost";
     if (now_) fo.now_ns = now_;
+    fo.async_commit = async_threads_ >= 0;
+    fo.commit_threads = std::max(async_threads_, 0);
+    fo.commit_delay_ms = commit_delay_ms_;
     m.data = std::make_unique<FileData>(*m.ns, *blobs_, *m.blocks, fo);
     return m;
   }
@@ -134,6 +137,10 @@ class FileDataTest : public ::testing::Test {
   }
 
   std::function<int64_t()> now_;  // FileData's clock when set
+  // -1: commit=close; else commit=async with this many pipeline threads
+  // (0: none, the test runs CommitDue).
+  int async_threads_ = -1;
+  int64_t commit_delay_ms_ = 500;
   int64_t now_ms_ = 0;            // added to the namespaces' clock (TTLs)
   std::shared_ptr<FaultPlan> plan_;
   std::unique_ptr<TableStore> raw_table_ = MakeFakeTableStore();

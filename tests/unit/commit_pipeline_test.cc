@@ -1,0 +1,248 @@
+// -o commit=async on the fakes: close is durable in the journal and sends
+// nothing; the pipeline commits due files (one Put Blob and a share of one
+// entity group transaction per new file); fsync commits at once; a crash
+// with commits queued loses nothing; a conflict found after close is a copy;
+// entry changes of one directory share transactions, and one refused
+// operation fails only its own caller.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <thread>
+
+#include "fs/file_data.h"
+#include "storage/fakes.h"
+#include "storage/table_keys.h"
+#include "tests/unit/file_data_fixture.h"
+
+namespace stampfs {
+namespace {
+
+class CommitPipelineTest : public FileDataTest {
+ protected:
+  void SetUp() override {
+    FileDataTest::SetUp();
+    async_threads_ = 0;  // the test runs CommitDue
+    now_ = [this] { return clock_ns_.load(); };
+  }
+  void Advance(int64_t ms) { clock_ns_ += ms * 1000000; }
+  // A new file as a shell's `>` makes it: created without O_EXCL, flushed
+  // once empty (close after dup2), written, flushed and released.
+  uint64_t Redirect(Mount& m, uint64_t dir, const std::string& name, const std::string& data) {
+    auto attr = m.ns->Create(dir, name, 0640, 7, 8, true);
+    EXPECT_TRUE(attr.ok()) << attr.status().ToString();
+    if (!attr.ok()) return 0;
+    EXPECT_TRUE(m.data->Open(attr->ino, OpenFlags{true, true, true}).ok());
+    EXPECT_TRUE(m.data->Flush(attr->ino).ok());
+    Write(m, attr->ino, data, 0);
+    EXPECT_TRUE(m.data->Flush(attr->ino).ok());
+    EXPECT_TRUE(m.data->Release(attr->ino).ok());
+    return attr->ino;
+  }
+  std::atomic<int64_t> clock_ns_{int64_t{1700000000} * 1000000000};
+};
+
+TEST_F(CommitPipelineTest, CloseSendsNothingAndTheDueCommitIsOnePutAndOneTransaction) {
+  Mount m = NewMount("a");
+  ASSERT_TRUE(m.ns->ReserveInoRange().ok());  // as a mount does before serving
+  const int before = plan_->calls();
+  uint64_t ino = Redirect(m, kRootIno, "f", Pattern(3000, 1));
+  EXPECT_EQ(plan_->calls(), before) << "close in async mode is local";
+  EXPECT_EQ(m.blocks->Journaled().size(), 1u) << "and durable in the journal";
+  EXPECT_EQ(m.data->Pipeline().queued, 1u);
+  EXPECT_EQ(m.data->CommitDue(), 0u) << "not due before commit_delay";
+  Advance(600);
+  EXPECT_EQ(m.data->CommitDue(), 1u);
+  EXPECT_EQ(plan_->calls("Put"), 1);
+  EXPECT_EQ(plan_->calls("ExecuteBatch"), 1) << "the entry is inserted with the blob's ETag";
+  EXPECT_EQ(plan_->calls(), before + 2);
+  EXPECT_EQ(Blob("f"), Pattern(3000, 1));
+  EXPECT_TRUE(m.blocks->Journaled().empty());
+  EXPECT_EQ(m.data->Pipeline().queued, 0u);
+  auto st = m.ns->GetFile(ino, true);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->attr.size, 3000u);
+  EXPECT_EQ(st->attr.mode & 07777, 0640u);
+}
+
+TEST_F(CommitPipelineTest, AFileRewrittenBeforeItsCommitIsUploadedOnce) {
+  Mount m = NewMount("a");
+  uint64_t ino = Redirect(m, kRootIno, "f", Pattern(3000, 1));
+  Advance(100);
+  ASSERT_TRUE(m.data->Open(ino, OpenFlags{false, false, true}).ok());
+  Write(m, ino, Pattern(2000, 2), 0);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  Advance(450);
+  EXPECT_EQ(m.data->CommitDue(), 0u) << "the last close moved the due time";
+  Advance(100);
+  EXPECT_EQ(m.data->CommitDue(), 1u);
+  EXPECT_EQ(plan_->calls("Put"), 1);
+  EXPECT_EQ(Blob("f"), Pattern(2000, 2) + Pattern(3000, 1).substr(2000));
+}
+
+TEST_F(CommitPipelineTest, FsyncCommitsAtOnce) {
+  Mount m = NewMount("a");
+  auto attr = m.ns->Create(kRootIno, "f", 0644, 0, 0, true);
+  ASSERT_TRUE(attr.ok());
+  ASSERT_TRUE(m.data->Open(attr->ino, OpenFlags{true, true, true}).ok());
+  Write(m, attr->ino, Pattern(100, 3), 0);
+  ASSERT_TRUE(m.data->Flush(attr->ino).ok());
+  EXPECT_EQ(plan_->calls("Put"), 0);
+  ASSERT_TRUE(m.data->Sync(attr->ino).ok());
+  EXPECT_EQ(Blob("f"), Pattern(100, 3));
+  ASSERT_TRUE(m.data->Release(attr->ino).ok());
+  Advance(1000);
+  EXPECT_EQ(m.data->CommitDue(), 0u) << "nothing changed since the fsync";
+  EXPECT_EQ(plan_->calls("Put"), 1);
+}
+
+TEST_F(CommitPipelineTest, ACrashWithCommitsQueuedLosesNothingClosed) {
+  uint64_t ino = 0;
+  {
+    Mount m = NewMount("a");
+    auto dir = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+    ASSERT_TRUE(dir.ok());
+    ino = Redirect(m, dir->ino, "f", Pattern(5000, 4));
+    SetAttrRequest chmod;
+    chmod.mode = 0600;
+    ASSERT_TRUE(m.ns->SetAttr(ino, chmod).ok());
+    ASSERT_TRUE(m.data->Open(ino, OpenFlags{false, false, true}).ok());
+    ASSERT_TRUE(m.data->Release(ino).ok()) << "journals the attributes again";
+    EXPECT_EQ(plan_->calls("Put"), 0);
+    // kill -9: nothing more runs.
+  }
+  Mount after = NewMount("a");
+  ASSERT_TRUE(after.data->ReplayJournal().ok());
+  EXPECT_EQ(Blob("d/f"), Pattern(5000, 4));
+  auto dir = after.ns->Lookup(kRootIno, "d");
+  ASSERT_TRUE(dir.ok());
+  auto f = after.ns->Lookup(dir->ino, "f");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->size, 5000u);
+  EXPECT_EQ(f->mode & 07777, 0600u) << "a pending file's attributes are journaled";
+  EXPECT_EQ(f->uid, 7u);
+  EXPECT_EQ(f->gid, 8u);
+}
+
+TEST_F(CommitPipelineTest, AConflictFoundAfterCloseIsSavedAsACopy) {
+  Mount a = NewMount("a");
+  Redirect(a, kRootIno, "x", Pattern(700, 5));
+  async_threads_ = -1;
+  Mount c = NewMount("c");  // commit=close: the other writer commits first
+  Commit(c, "x", Pattern(900, 6));
+  Advance(600);
+  EXPECT_EQ(a.data->CommitDue(), 1u);
+  EXPECT_EQ(Blob("x"), Pattern(900, 6)) << "the other writer's file is untouched";
+  ListOptions lo;
+  lo.prefix = "x.conflict-testhost-";
+  auto list = raw_blobs_->ListBlobs(kContainer, lo);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->blobs.size(), 1u) << "this mount's data went to a copy";
+  EXPECT_EQ(Blob(list->blobs[0].name), Pattern(700, 5));
+  EXPECT_EQ(a.data->Pipeline().queued, 0u);
+  EXPECT_TRUE(a.blocks->Journaled().empty());
+}
+
+TEST_F(CommitPipelineTest, AFailedCommitIsRetriedWithTheChangesJournaled) {
+  Mount m = NewMount("a");
+  Redirect(m, kRootIno, "f", Pattern(100, 7));
+  plan_->SetInjector([](const std::string& op, int) {
+    return op == "Put" ? Status(Code::kThrottled, "503") : Status::Ok();
+  });
+  Advance(600);
+  EXPECT_EQ(m.data->CommitDue(), 1u);
+  EXPECT_EQ(m.data->Pipeline().queued, 1u);
+  EXPECT_EQ(m.data->Pipeline().retrying, 1u);
+  EXPECT_EQ(m.blocks->Journaled().size(), 1u);
+  plan_->SetInjector(nullptr);
+  EXPECT_EQ(m.data->CommitDue(), 0u) << "backoff";
+  Advance(2000);
+  EXPECT_EQ(m.data->CommitDue(), 1u);
+  EXPECT_EQ(Blob("f"), Pattern(100, 7));
+  EXPECT_EQ(m.data->Pipeline().queued, 0u);
+}
+
+TEST_F(CommitPipelineTest, UnmountCommitsWhatIsQueued) {
+  Mount m = NewMount("a");
+  for (int i = 0; i < 5; ++i) Redirect(m, kRootIno, "f" + std::to_string(i), Pattern(50, i));
+  EXPECT_EQ(m.data->CommitAll(std::chrono::seconds(30)), 0u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(Blob("f" + std::to_string(i)), Pattern(50, i));
+  EXPECT_EQ(m.data->Pipeline().queued, 0u);
+  EXPECT_TRUE(m.blocks->Journaled().empty());
+}
+
+TEST_F(CommitPipelineTest, PipelineThreadsCommitWithinTheDelayAndShareTransactions) {
+  async_threads_ = 16;
+  commit_delay_ms_ = 50;
+  now_ = nullptr;  // the system clock
+  Mount m = NewMount("a");
+  auto dir = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(dir.ok());
+  // A slow table, so that commits finishing together meet in one transaction.
+  plan_->SetInjector([](const std::string& op, int) {
+    if (op == "ExecuteBatch") std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    return Status::Ok();
+  });
+  const int batches_before = plan_->calls("ExecuteBatch");
+  constexpr int kFiles = 40;
+  for (int i = 0; i < kFiles; ++i) Redirect(m, dir->ino, "f" + std::to_string(i), Pattern(64, i));
+  ASSERT_TRUE(Eventually([&] { return m.data->Pipeline().queued == 0; }));
+  plan_->SetInjector(nullptr);
+  for (int i = 0; i < kFiles; ++i) EXPECT_EQ(Blob("d/f" + std::to_string(i)), Pattern(64, i));
+  const int batches = plan_->calls("ExecuteBatch") - batches_before;
+  EXPECT_LE(batches, kFiles / 2) << "entry inserts of one directory share transactions";
+  auto listed = m.ns->ReadDir(dir->ino);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->size(), static_cast<size_t>(kFiles));
+}
+
+// Three entry changes in one directory meet in one transaction; the table
+// refuses one of them: its caller gets the refusal, the others land.
+TEST_F(FileDataTest, AGroupedTransactionRefusedForOneOperationFailsOnlyThatOne) {
+  Mount m = NewMount("a");
+  std::vector<uint64_t> inos;
+  for (const char* name : {"a", "b", "c"}) {
+    Commit(m, name, "x");
+    inos.push_back(m.ns->Lookup(kRootIno, name)->ino);
+  }
+  // While the first change is on the wire, the other two queue; "c" is
+  // removed behind this mount's back, so its conditional replace is refused.
+  std::atomic<bool> first{true};
+  plan_->SetInjector([&](const std::string& op, int) {
+    if (op == "ExecuteBatch" && first.exchange(false)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    return Status::Ok();
+  });
+  ASSERT_TRUE(raw_table_
+                  ->Delete(kTable, PartitionKeyForDirectory("/"), RowKeyForName("c"),
+                           Condition::IfMatch("*"))
+                  .ok());
+  const int before = plan_->calls("ExecuteBatch");
+  std::vector<Result<Attr>> results(3, Status(Code::kInternal, "not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) {
+    threads.emplace_back([&, i] {
+      if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      SetAttrRequest r;
+      r.mode = 0600 + i;
+      results[i] = m.ns->SetAttr(inos[i], r);
+    });
+  }
+  for (auto& t : threads) t.join();
+  plan_->SetInjector(nullptr);
+  EXPECT_TRUE(results[0].ok()) << results[0].status().ToString();
+  EXPECT_TRUE(results[1].ok()) << results[1].status().ToString();
+  EXPECT_TRUE(results[2].status().Is(Code::kNotFound)) << results[2].status().ToString();
+  auto b = raw_table_->Get(kTable, PartitionKeyForDirectory("/"), RowKeyForName("b"));
+  ASSERT_TRUE(b.ok());
+  auto attr = AttrFromEntity(*b);
+  ASSERT_TRUE(attr.ok());
+  EXPECT_EQ(attr->mode & 07777, 0601u);
+  // a alone; b and c together (refused for c); b again alone; plus the
+  // point reads of c's confirmation are not batches.
+  EXPECT_LE(plan_->calls("ExecuteBatch") - before, 4);
+}
+
+}  // namespace
+}  // namespace stampfs
