@@ -333,6 +333,19 @@ bool FileData::OverrideAttr(uint64_t ino, Attr* attr) {
   return true;
 }
 
+void FileData::Renamed(uint64_t ino) {
+  FilePtr f = Find(ino);
+  if (!f) return;
+  Lock lock(f->mu);
+  while (f->busy) f->cv.wait(lock);
+  if (!f->loaded || !f->dirty || !f->journaled) return;
+  auto path = ns_.KnownPath(ino);
+  if (!path || *path == f->path) return;
+  f->path = *path;
+  Status s = Journal(*f, true);
+  if (!s.ok()) LogWarning(*path + ": journaling the new name failed: " + s.ToString());
+}
+
 void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string& etag) {
   // The version the entry named; without one, this mount's commit of it
   // (whose entry merge did not land).

@@ -137,6 +137,9 @@ class FileData {
   Status Fallocate(uint64_t ino, int mode, uint64_t offset, uint64_t length);
   // Size and mtime of a file open on this mount (they win over the entry's).
   bool OverrideAttr(uint64_t ino, Attr* attr);
+  // The file's name changed: a journal row of its changes follows (a replay
+  // after a crash commits them under the new name).
+  void Renamed(uint64_t ino);
   // utimens on an open file: the time the next commit writes.
   void SetMtime(uint64_t ino, int64_t mtime_ns);
   // The file's name is gone: its blob, at the version `etag` the entry named

@@ -221,9 +221,11 @@ void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
   unsigned f = 0;
   if (flags & RENAME_NOREPLACE) f |= Namespace::kNoReplace;
   if (flags & RENAME_EXCHANGE) f |= Namespace::kExchange;
-  auto orphans = c.ns->Rename(parent, name, newparent, newname, f);
+  uint64_t moved = 0;
+  auto orphans = c.ns->Rename(parent, name, newparent, newname, f, &moved);
   if (!orphans.ok()) return ReplyError(req, orphans.status(), "rename");
   for (const std::string& blob : *orphans) c.data->DeleteBlobWhenUnused(0, blob);
+  if (moved != 0) c.data->Renamed(moved);
   fuse_reply_err(req, 0);
 }
 

@@ -155,9 +155,10 @@ class Namespace {
   enum RenameFlags : unsigned { kNoReplace = 1, kExchange = 2 };
   // Returns the blob names that the caller should delete once no file has
   // them open (a replaced target's blob).
+  // `moved`: set to the inode renamed.
   Result<std::vector<std::string>> Rename(uint64_t parent, const std::string& name,
                                           uint64_t new_parent, const std::string& new_name,
-                                          unsigned flags);
+                                          unsigned flags, uint64_t* moved = nullptr);
 
   Result<std::string> GetXattr(uint64_t ino, const std::string& name);
   Result<std::vector<std::string>> ListXattr(uint64_t ino);
@@ -247,6 +248,8 @@ class Namespace {
   std::optional<FileState> DropPending(const std::string& pk, const std::string& rk,
                                        const std::string& path);
   Status MaterializePending();
+  std::optional<Status> RenamePending(const Located& from, uint64_t new_parent,
+                                      const Located& to, uint64_t* moved);
   Status ChangeXattrs(uint64_t ino, const std::function<Status(XattrMap*)>& change);
   Result<std::string> CopyFileBlob(const Entity& entry, const std::string& to_path,
                                    const Condition& dest);

@@ -193,4 +193,45 @@ Status Namespace::MaterializePending() {
   return Status::Ok();
 }
 
+// A rename of this mount's pending file (created, not committed yet) to a
+// name the table does not hold moves the pending entry in memory: nothing is
+// sent, and the first commit inserts the file under its final name (a
+// temporary file renamed into place, as rsync and editors do, is uploaded
+// once). nullopt: not such a rename; the table path takes it.
+// REQUIRES: rename_mu_ held (no deferred create starts meanwhile).
+std::optional<Status> Namespace::RenamePending(const Located& from, uint64_t new_parent,
+                                               const Located& to, uint64_t* moved) {
+  const std::string pk = PartitionKeyForDirectory(from.parent_path);
+  const std::string rk = RowKeyForName(from.name);
+  auto find = [&]() -> uint64_t {
+    for (const auto& [ino, p] : pending_) {
+      if (p.entry.partition_key == pk && p.entry.row_key == rk && !p.in_flight) return ino;
+    }
+    return 0;
+  };
+  {
+    std::lock_guard<std::mutex> lock(pending_mu_);
+    if (find() == 0) return std::nullopt;
+  }
+  if (PendingEntry(PartitionKeyForDirectory(to.parent_path), RowKeyForName(to.name))) {
+    return std::nullopt;  // over another pending file: the table path inserts both first
+  }
+  auto there = FetchEntry(to.parent_path, to.name, false, false);
+  if (there.ok()) return std::nullopt;  // a rename over an entry of the table
+  if (!there.status().Is(Code::kNotFound)) return there.status();
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  const uint64_t ino = find();
+  if (ino == 0) return std::nullopt;  // inserted meanwhile (its commit ran)
+  Pending& p = pending_[ino];
+  p.entry.partition_key = PartitionKeyForDirectory(to.parent_path);
+  p.entry.row_key = RowKeyForName(to.name);
+  SetEntryName(to.name, &p.entry);
+  p.entry.properties["ctime"] = NowNs();
+  p.entry.properties["blob"] = BlobNameFor(to.path);
+  p.dir_path = to.parent_path;
+  inodes_.Move(ino, new_parent, to.name);
+  if (moved) *moved = ino;
+  return Status::Ok();
+}
+
 }  // namespace stampfs

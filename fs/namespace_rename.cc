@@ -168,18 +168,24 @@ Result<std::string> Namespace::CopyFileBlob(const Entity& entry, const std::stri
 
 Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::string& name,
                                                    uint64_t new_parent, const std::string& new_name,
-                                                   unsigned flags) {
+                                                   unsigned flags, uint64_t* moved) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   STAMPFS_RETURN_IF_ERROR(CheckCanDelete("rename"));
   if (flags & kExchange) return Status(Code::kInvalidArgument, "RENAME_EXCHANGE is not supported");
   std::lock_guard<std::mutex> lock(rename_mu_);
-  // A rename moves table rows: files created here and not yet committed get
-  // theirs first (no deferred create starts while rename_mu_ is held).
-  STAMPFS_RETURN_IF_ERROR(MaterializePending());
   auto from = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(from);
   auto to = Locate(new_parent, new_name, true);
   STAMPFS_RETURN_IF_ERROR(to);
+  if (from->path != to->path) {
+    if (auto fast = RenamePending(*from, new_parent, *to, moved)) {
+      STAMPFS_RETURN_IF_ERROR(*fast);
+      return std::vector<std::string>{};
+    }
+  }
+  // A rename moves table rows: files created here and not yet committed get
+  // theirs first (no deferred create starts while rename_mu_ is held).
+  STAMPFS_RETURN_IF_ERROR(MaterializePending());
   auto src = FetchEntry(from->parent_path, name, true);
   STAMPFS_RETURN_IF_ERROR(src);
   auto sattr = AttrFromEntity(*src);
@@ -257,6 +263,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
     cache_->DropPartition(PartitionKeyForDirectory(from->path)).PermitUnchecked();
   }
   inodes_.Move(sattr->ino, new_parent, new_name);
+  if (moved) *moved = sattr->ino;
   return orphaned;
 }
 

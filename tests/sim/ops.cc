@@ -326,14 +326,16 @@ std::string Executor::ChangeNames(Op& op, SimMount& m, const Snapshot& before, b
             Status(Code::kNotPermitted, "skipped: symlink over a file across dirs (defect 4)");
         return "skip";
       }
+      uint64_t moved = 0;
       auto orphans = m.ns->Rename(parent->ino, name, to_parent->ino, BaseName(op.path2),
-                                  op.noreplace ? unsigned{Namespace::kNoReplace} : 0u);
+                                  op.noreplace ? unsigned{Namespace::kNoReplace} : 0u, &moved);
       *status = orphans.status();
       if (known && op.path != op.path2 && (orphans.ok() || fault_armed)) {
         ledger_.Doomed(dst->second.ino);
       }
       if (!orphans.ok()) return "";
       for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
+      if (moved != 0) m.data->Renamed(moved);  // as fs/fuse_ops.cc
       return std::to_string(orphans->size()) + " blob(s) to delete";
     }
     case OpKind::kMkdir:

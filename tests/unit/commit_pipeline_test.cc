@@ -196,6 +196,49 @@ TEST_F(CommitPipelineTest, PipelineThreadsCommitWithinTheDelayAndShareTransactio
   EXPECT_EQ(listed->size(), static_cast<size_t>(kFiles));
 }
 
+// rsync's pattern: a temporary file written, closed, renamed into place
+// before its commit: no request until the commit, which uploads it once
+// under its final name; a crash before the commit replays it there.
+TEST_F(CommitPipelineTest, ATemporaryFileRenamedBeforeItsCommitIsUploadedOnceUnderItsFinalName) {
+  {
+    Mount m = NewMount("a");
+    ASSERT_TRUE(m.ns->ReserveInoRange().ok());
+    ASSERT_TRUE(m.ns->ListRoot().ok());
+    const int before = plan_->calls();
+    uint64_t ino = Redirect(m, kRootIno, ".f.XXXX", Pattern(2000, 9));
+    uint64_t moved = 0;
+    auto renamed = m.ns->Rename(kRootIno, ".f.XXXX", kRootIno, "f", 0, &moved);
+    ASSERT_TRUE(renamed.ok()) << renamed.status().ToString();
+    EXPECT_EQ(moved, ino);
+    m.data->Renamed(moved);
+    EXPECT_EQ(plan_->calls(), before) << "a pending file is renamed in memory";
+    EXPECT_TRUE(m.ns->Lookup(kRootIno, ".f.XXXX").status().Is(Code::kNotFound));
+    EXPECT_EQ(m.ns->Lookup(kRootIno, "f")->ino, ino);
+    // kill -9 before the commit
+  }
+  Mount after = NewMount("a");
+  ASSERT_TRUE(after.data->ReplayJournal().ok());
+  EXPECT_EQ(Blob("f"), Pattern(2000, 9)) << "the journal followed the rename";
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, ".f.XXXX").status().Is(Code::kNotFound));
+  EXPECT_EQ(plan_->calls("Copy"), 0);
+}
+
+TEST_F(CommitPipelineTest, ARenamedPendingFileIsCommittedOnceUnderItsNewName) {
+  Mount m = NewMount("a");
+  ASSERT_TRUE(m.ns->ListRoot().ok());
+  Redirect(m, kRootIno, ".g.tmp", Pattern(500, 10));
+  ASSERT_TRUE(m.ns->Rename(kRootIno, ".g.tmp", kRootIno, "g", 0).ok());
+  Advance(600);
+  EXPECT_EQ(m.data->CommitDue(), 1u);
+  EXPECT_EQ(plan_->calls("Put"), 1);
+  EXPECT_EQ(plan_->calls("Copy"), 0);
+  EXPECT_EQ(Blob("g"), Pattern(500, 10));
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, ".g.tmp").status().Is(Code::kNotFound));
+  auto fresh = NewMount("b");
+  EXPECT_TRUE(fresh.ns->Lookup(kRootIno, ".g.tmp").status().Is(Code::kNotFound));
+  EXPECT_EQ(fresh.ns->Lookup(kRootIno, "g")->size, 500u);
+}
+
 // Three entry changes in one directory meet in one transaction; the table
 // refuses one of them: its caller gets the refusal, the others land.
 TEST_F(FileDataTest, AGroupedTransactionRefusedForOneOperationFailsOnlyThatOne) {
