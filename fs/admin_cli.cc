@@ -11,6 +11,7 @@
 #include "fs/fsck.h"
 #include "fs/import.h"
 #include "fs/log.h"
+#include "fs/mount_config.h"
 #include "fs/mount_options.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
@@ -66,6 +67,8 @@ Result<Clients> Connect(const AdminArgs& a) {
   }
   auto account = ParseConnectionString(text);
   STAMPFS_RETURN_IF_ERROR(account);
+  // No key or SAS: Entra ID, auth=auto from the environment.
+  STAMPFS_RETURN_IF_ERROR(SignIn(MountOptions{}, &*account));
   ClientOptions client = CommandClientOptions();
   return Clients{MakeAzureBlobClient(*account, client), MakeAzureTableClient(*account, client),
                  account->Describe()};
@@ -93,7 +96,8 @@ class ProgressLine {
     switch (p.phase) {
       case ImportProgress::Phase::kListing:
         std::snprintf(line, sizeof line, "listing: %llu blobs (%.0f/s)",
-                      static_cast<unsigned long long>(p.blobs_listed), p.blobs_listed / std::max(secs, 0.001));
+                      static_cast<unsigned long long>(p.blobs_listed),
+                      p.blobs_listed / std::max(secs, 0.001));
         break;
       case ImportProgress::Phase::kReading:
         std::snprintf(line, sizeof line, "reading the table: %llu rows",
@@ -125,12 +129,12 @@ class ProgressLine {
 
 std::string ImportSummary(const std::string& container, const ImportReport& r) {
   std::string s = "import " + container + ": " + std::to_string(r.blobs) + " blobs; created " +
-                  std::to_string(r.files_created) + " files and " +
-                  std::to_string(r.dirs_created) + " directories; " +
-                  std::to_string(r.unchanged) + " entries unchanged";
+                  std::to_string(r.files_created) + " files and " + std::to_string(r.dirs_created) +
+                  " directories; " + std::to_string(r.unchanged) + " entries unchanged";
   if (r.updated) s += "; " + std::to_string(r.updated) + " updated";
   if (r.removed) s += "; " + std::to_string(r.removed) + " removed";
-  if (r.stale) s += "; " + std::to_string(r.stale) + " differ from their blobs (--refresh updates them)";
+  if (r.stale)
+    s += "; " + std::to_string(r.stale) + " differ from their blobs (--refresh updates them)";
   if (!r.problems.empty()) s += "; " + std::to_string(r.problems.size()) + " blobs not imported";
   if (r.failed_directories) {
     s += "; writes failed in " + std::to_string(r.failed_directories) +
@@ -219,9 +223,9 @@ int FsckCommand(const std::vector<std::string>& args) {
   if (r->findings.empty()) {
     std::cout << "clean\n";
   } else {
-    std::cout << r->findings.size() << " problems, " << (r->findings.size() - left)
-              << " repaired, " << left << " left"
-              << (o.repair || left == 0 ? "" : " (--repair repairs what it can)") << "\n";
+    std::cout << r->findings.size() << " problems, " << (r->findings.size() - left) << " repaired, "
+              << left << " left" << (o.repair || left == 0 ? "" : " (--repair repairs what it can)")
+              << "\n";
   }
   return left == 0 ? 0 : 1;
 }
@@ -244,8 +248,8 @@ Status AutoImportIfNeeded(TableStore& table, BlobStore& blobs, const std::string
   }
   LogInfo(ImportSummary(container, *r));
   if (!r->errors.empty()) {
-    return Status(Code::kInternal, r->errors.front() + " (and " +
-                                       std::to_string(r->errors.size() - 1) + " more)");
+    return Status(Code::kInternal,
+                  r->errors.front() + " (and " + std::to_string(r->errors.size() - 1) + " more)");
   }
   return Status::Ok();
 }

@@ -18,6 +18,7 @@ Result<Attr> AttrFromEntity(const Entity& e) {
   a.mtime_ns = e.GetInt64("mtime");
   a.ctime_ns = e.GetInt64("ctime", a.mtime_ns);
   a.atime_ns = e.GetInt64("atime", a.mtime_ns);
+  a.rdev = static_cast<uint64_t>(e.GetInt64("rdev"));
   return a;
 }
 
@@ -30,6 +31,7 @@ void AttrToEntity(const Attr& a, Entity* e) {
   e->properties["mtime"] = a.mtime_ns;
   e->properties["ctime"] = a.ctime_ns;
   e->properties["atime"] = a.atime_ns;
+  if (a.rdev != 0) e->properties["rdev"] = static_cast<int64_t>(a.rdev);
 }
 
 static struct timespec ToTimespec(int64_t ns) {
@@ -47,7 +49,8 @@ struct stat ToStat(const Attr& a, uint32_t blksize) {
   struct stat st {};
   st.st_ino = a.ino;
   st.st_mode = a.mode;
-  st.st_nlink = a.IsDir() ? 2 : 1;
+  st.st_nlink = a.nlink != 0 ? a.nlink : a.IsDir() ? 2 : 1;
+  st.st_rdev = static_cast<dev_t>(a.rdev);
   st.st_uid = a.uid;
   st.st_gid = a.gid;
   st.st_size = static_cast<off_t>(a.size);

@@ -6,7 +6,8 @@
 //   size (Int64)  mtime ctime atime (Int64, ns since epoch)
 //   blob (String, files: blob name)  betag (String, files: blob ETag committed)
 //   bsize (Int64, files: base block size of the blob's block layout, fs/block_layout.h)
-//   target (Binary, symlinks)  xattr (Binary, see xattr.h)
+//   target (Binary, symlinks)  rdev (Int64, character and block devices)
+//   xattr (Binary, see xattr.h)
 //   name (Binary, only when the RowKey is hashed: the real name)
 // A directory's own row (RowKey ".") holds ino and, when the PartitionKey is
 // hashed, path (Binary). The root directory's attributes live in its "." row.
@@ -33,6 +34,8 @@ struct Attr {
   int64_t atime_ns = 0;
   int64_t mtime_ns = 0;
   int64_t ctime_ns = 0;
+  uint64_t rdev = 0;   // device number of a character or block device
+  uint32_t nlink = 0;  // 0: the default (2 for a directory, 1 otherwise)
 
   bool IsDir() const { return S_ISDIR(mode); }
   bool IsRegular() const { return S_ISREG(mode); }
@@ -44,7 +47,7 @@ Result<Attr> AttrFromEntity(const Entity& entity);
 // Writes every attribute property (not blob/target/xattr) into `entity`.
 void AttrToEntity(const Attr& attr, Entity* entity);
 
-// stat(2) view; nlink is 2 for directories and 1 otherwise (no hard links).
+// stat(2) view; nlink is attr.nlink when set, else 2 for directories and 1 otherwise.
 struct stat ToStat(const Attr& attr, uint32_t blksize = 4096);
 
 int64_t NowNs();

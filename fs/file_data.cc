@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "fs/log.h"
 
 namespace stampfs {
@@ -322,6 +324,9 @@ bool FileData::OverrideAttr(uint64_t ino, Attr* attr) {
     if (f->loaded) {
       attr->size = f->size;
       attr->mtime_ns = f->mtime_ns;
+      // A change of data is a change of the inode (a write or ftruncate is
+      // seen with its ctime at once, not at the commit's entry merge).
+      attr->ctime_ns = std::max(attr->ctime_ns, f->mtime_ns);
       return true;
     }
   }

@@ -167,17 +167,19 @@ void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_
     size_t n;
     if (plus) {
       fuse_entry_param e{};
-      if (dot) {
-        // Entry ino 0: the kernel links nothing and counts no lookup; st_ino
-        // must still be non-zero or readdir(3) hides the entry.
-        e.attr.st_ino = i == 0 ? ino : kRootIno;
-        e.attr.st_mode = S_IFDIR;
+      if (dot || !h->entries[i - 2].attr_complete) {
+        // Entry ino 0: the kernel links nothing and counts no lookup (a
+        // subdirectory whose own partition is not cached is left to lookup:
+        // its times and st_nlink come from there); st_ino must still be
+        // non-zero or readdir(3) hides the entry.
+        e.attr.st_ino = i == 0 ? ino : dot ? kRootIno : h->entries[i - 2].attr.ino;
+        e.attr.st_mode = dot ? S_IFDIR : h->entries[i - 2].attr.mode;
       } else {
         e = EntryFor(req, h->entries[i - 2].attr);
       }
       n = fuse_add_direntry_plus(req, buf.data() + used, size - used, name, &e, i + 1);
       if (n > size - used) break;
-      if (!dot) c.ns->Remember(ino, h->entries[i - 2]);
+      if (e.ino != 0) c.ns->Remember(ino, h->entries[i - 2]);
     } else {
       struct stat st {};
       st.st_ino = i == 0 ? ino : i == 1 ? kRootIno : h->entries[i - 2].attr.ino;
@@ -203,6 +205,13 @@ void OnMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
   ReplyEntry(req, Ctx(req).ns->Mkdir(parent, name, mode, who->uid, who->gid), "mkdir");
 }
 
+// FIFOs, sockets (bind(2)) and devices are entries with no data; the kernel
+// serves their opens itself (a FIFO's reads and writes never reach FUSE).
+void OnMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  const fuse_ctx* who = fuse_req_ctx(req);
+  ReplyEntry(req, Ctx(req).ns->Mknod(parent, name, mode, rdev, who->uid, who->gid), "mknod");
+}
+
 void OnRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   ReplyStatus(req, Ctx(req).ns->Rmdir(parent, name), "rmdir");
 }
@@ -218,6 +227,9 @@ void OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
 void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
               const char* newname, unsigned int flags) {
   FsContext& c = Ctx(req);
+  if (flags & ~static_cast<unsigned>(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+    return (void)fuse_reply_err(req, EINVAL);  // RENAME_WHITEOUT: overlayfs only
+  }
   unsigned f = 0;
   if (flags & RENAME_NOREPLACE) f |= Namespace::kNoReplace;
   if (flags & RENAME_EXCHANGE) f |= Namespace::kExchange;
@@ -388,6 +400,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.readdir = OnReaddir;
   ops.readdirplus = OnReaddirplus;
   ops.mkdir = OnMkdir;
+  ops.mknod = OnMknod;
   ops.rmdir = OnRmdir;
   ops.unlink = OnUnlink;
   ops.rename = OnRename;

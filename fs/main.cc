@@ -63,7 +63,8 @@ int Fail(const std::string& message) {
 std::string HintFor(const Status& s) {
   switch (s.code()) {
     case Code::kAuth:
-      return " (check the account name and key, or the SAS token's permissions and expiry)";
+      return " (check the account name and key, the SAS token's permissions and expiry, or the "
+             "Entra ID identity's roles on the account)";
     case Code::kTransport:
     case Code::kTimeout:
       return " (is the endpoint reachable? for the emulator: scripts/azurite start)";

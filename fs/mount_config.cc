@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "fs/log.h"
+#include "storage/entra_credential.h"
 #include "storage/sas.h"
 
 namespace stampfs {
@@ -65,22 +67,57 @@ Result<std::string> ConnectionStringFromParts(const MountOptions& o) {
   if (!key.empty() && !sas.empty()) {
     return Status(Code::kInvalidArgument, "give an account key or a SAS token, not both");
   }
-  if (key.empty() && sas.empty()) {
-    return Status(Code::kInvalidArgument,
-                  "account_name needs account_key_file or sas_token_file (or a config file "
-                  "holding account_key or sas_token)");
-  }
   if (o.account_name.empty() && (o.blob_endpoint.empty() || o.table_endpoint.empty())) {
     return Status(Code::kInvalidArgument,
-                  "a key or SAS needs account_name (or both blob_endpoint and table_endpoint)");
+                  "the account needs account_name (or both blob_endpoint and table_endpoint)");
   }
+  // Neither key nor SAS: Microsoft Entra ID sign-in (SignIn below).
   std::string text;
   if (!o.account_name.empty()) text += "AccountName=" + o.account_name + ";";
-  text += key.empty() ? "SharedAccessSignature=" + sas + ";" : "AccountKey=" + key + ";";
+  if (!key.empty()) text += "AccountKey=" + key + ";";
+  if (!sas.empty()) text += "SharedAccessSignature=" + sas + ";";
   if (!o.blob_endpoint.empty()) text += "BlobEndpoint=" + o.blob_endpoint + ";";
   if (!o.table_endpoint.empty()) text += "TableEndpoint=" + o.table_endpoint + ";";
   if (!o.endpoint_suffix.empty()) text += "EndpointSuffix=" + o.endpoint_suffix + ";";
   return text;
+}
+
+std::string Env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+// Options win over the environment DefaultAzureCredential reads.
+Result<EntraOptions> EntraOptionsFor(const MountOptions& o, AuthMethod method) {
+  EntraOptions e;
+  e.method = method;
+  e.tenant_id = !o.tenant_id.empty() ? o.tenant_id : Env("AZURE_TENANT_ID");
+  e.client_id = !o.client_id.empty() ? o.client_id : Env("AZURE_CLIENT_ID");
+  if (!o.client_secret_file.empty()) {
+    auto secret = ReadSecretFile(o.client_secret_file, "client secret file");
+    STAMPFS_RETURN_IF_ERROR(secret);
+    e.client_secret = *secret;
+  } else if (o.client_cert_file.empty()) {
+    e.client_secret = Env("AZURE_CLIENT_SECRET");
+  }
+  e.client_cert_file =
+      !o.client_cert_file.empty() ? o.client_cert_file : Env("AZURE_CLIENT_CERTIFICATE_PATH");
+  if (!e.client_cert_file.empty() && e.client_secret.empty()) {
+    STAMPFS_RETURN_IF_ERROR(CheckSecretFileMode(e.client_cert_file, "client certificate file"));
+  }
+  e.federated_token_file =
+      !o.federated_token_file.empty() ? o.federated_token_file : Env("AZURE_FEDERATED_TOKEN_FILE");
+  e.authority_host = !o.authority_host.empty()              ? o.authority_host
+                     : !Env("AZURE_AUTHORITY_HOST").empty() ? Env("AZURE_AUTHORITY_HOST")
+                                                            : std::string(kPublicAuthorityHost);
+  e.msi_endpoint = o.msi_endpoint;
+  e.identity_endpoint = Env("IDENTITY_ENDPOINT");
+  e.identity_header = Env("IDENTITY_HEADER");
+  if (!o.token_resource.empty()) e.resource = o.token_resource;
+  e.ca_file = o.ca_file;
+  e.allow_http = o.allow_http;
+  e.refresh.margin = std::chrono::seconds(static_cast<int64_t>(o.token_refresh_margin));
+  return e;
 }
 
 bool NamesAnAccount(const MountOptions& o) {
@@ -207,7 +244,52 @@ Result<StorageAccount> LoadAccount(const MountOptions& o) {
                       " (tn=TABLE, sp=raud; sp=r for a read-only mount)");
   }
   STAMPFS_RETURN_IF_ERROR(CheckEndpointsSecure(*account, o.allow_http));
+  if (!o.ca_file.empty()) {
+    std::ifstream ca(o.ca_file);
+    if (!ca) {
+      return Status(Code::kInvalidArgument,
+                    "cannot read ca_file " + o.ca_file + ": " + std::strerror(errno));
+    }
+    account->ca_file = o.ca_file;
+  }
+  STAMPFS_RETURN_IF_ERROR(SignIn(o, &*account));
   return account;
+}
+
+// Checks the method against the credentials found, and signs in with Entra
+// ID when that is the method: the first token is fetched now, so a mount
+// that cannot sign in fails at once and says why.
+Status SignIn(const MountOptions& o, StorageAccount* account) {
+  auto method = ParseAuthMethod(o.auth);
+  STAMPFS_RETURN_IF_ERROR(method);
+  const bool has_secret = account->HasKey() || account->HasSas();
+  if (*method == AuthMethod::kKey && !account->HasKey()) {
+    return Status(Code::kInvalidArgument, "auth=key needs an account key (account_key_file)");
+  }
+  if (*method == AuthMethod::kSas && !account->HasSas()) {
+    return Status(Code::kInvalidArgument, "auth=sas needs a SAS token (sas_token_file)");
+  }
+  if (IsEntraMethod(*method) && has_secret) {
+    return Status(Code::kInvalidArgument,
+                  std::string("auth=") + o.auth +
+                      " signs in with Entra ID, but an account key or SAS is configured too "
+                      "(connection string or files): give one or the other");
+  }
+  if (has_secret || *method == AuthMethod::kKey || *method == AuthMethod::kSas) {
+    return Status::Ok();
+  }
+  auto options = EntraOptionsFor(o, *method);
+  STAMPFS_RETURN_IF_ERROR(options);
+  auto credential = MakeEntraCredential(*options);
+  STAMPFS_RETURN_IF_ERROR(credential);
+  auto token = (*credential)->Token();
+  if (!token.ok()) {
+    return Status(Code::kAuth, "cannot sign in to " + account->account_name +
+                                   " with Microsoft Entra ID: " + token.status().message());
+  }
+  account->token_credential = *credential;
+  LogInfo("signed in with Microsoft Entra ID: " + (*credential)->Describe());
+  return Status::Ok();
 }
 
 std::string ConfigFileHelp() {

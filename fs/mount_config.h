@@ -41,8 +41,16 @@ Status CheckSecretFileMode(const std::string& path, const std::string& what);
 //   sas_token (+ table_sas_token_file), endpoints from blob_endpoint,
 //   table_endpoint or endpoint_suffix, else
 //   $AZURE_STORAGE_CONNECTION_STRING, else UseDevelopmentStorage=true.
-// Endpoints must pass CheckEndpointsSecure (allow_http).
+// Endpoints must pass CheckEndpointsSecure (allow_http). An account with
+// neither key nor SAS signs in with Microsoft Entra ID (auth=, tenant_id=,
+// ... and the environment DefaultAzureCredential reads): the first token is
+// fetched here, so a mount that cannot sign in fails with the reason.
+// ca_file is checked readable and carried in the account.
 Result<StorageAccount> LoadAccount(const MountOptions& o);
+
+// Checks o.auth against the account's credentials and, for an account with
+// neither key nor SAS, signs in with Entra ID (fetching the first token).
+Status SignIn(const MountOptions& o, StorageAccount* account);
 
 std::string ConfigFileHelp();
 

@@ -9,6 +9,7 @@
 
 #include "fs/mount_config.h"
 #include "storage/auth.h"
+#include "storage/entra_credential.h"
 
 namespace stampfs {
 
@@ -49,10 +50,20 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
       {"blob_endpoint", &MountOptions::blob_endpoint},
       {"table_endpoint", &MountOptions::table_endpoint},
       {"endpoint_suffix", &MountOptions::endpoint_suffix},
+      {"ca_file", &MountOptions::ca_file},
+      {"tenant_id", &MountOptions::tenant_id},
+      {"client_id", &MountOptions::client_id},
+      {"client_secret_file", &MountOptions::client_secret_file},
+      {"client_cert_file", &MountOptions::client_cert_file},
+      {"federated_token_file", &MountOptions::federated_token_file},
+      {"authority_host", &MountOptions::authority_host},
+      {"msi_endpoint", &MountOptions::msi_endpoint},
+      {"token_resource", &MountOptions::token_resource},
   };
   if (auto it = kStrings.find(key); it != kStrings.end()) {
     o->*(it->second) = value;
-  } else if (key == "attr_timeout" || key == "shutdown_timeout" || key == "discover") {
+  } else if (key == "attr_timeout" || key == "shutdown_timeout" || key == "discover" ||
+             key == "token_refresh_margin") {
     const double limit = key == "shutdown_timeout" ? 3600 : 86400;
     char* end = nullptr;
     double v = std::strtod(value.c_str(), &end);
@@ -61,9 +72,13 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
                                                 ": expected seconds between 0 and " +
                                                 std::to_string(static_cast<int>(limit)));
     }
-    (key == "attr_timeout" ? o->attr_timeout
-     : key == "discover"   ? o->discover
-                           : o->shutdown_timeout) = v;
+    (key == "attr_timeout"           ? o->attr_timeout
+     : key == "discover"             ? o->discover
+     : key == "token_refresh_margin" ? o->token_refresh_margin
+                                     : o->shutdown_timeout) = v;
+  } else if (key == "auth") {
+    STAMPFS_RETURN_IF_ERROR(ParseAuthMethod(value));
+    o->auth = value;
   } else if (key == "config") {
     // Applied before everything else by ParseMountArgs.
   } else if (key == "log_level") {
@@ -109,13 +124,14 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
     auto v = ParseU32(key, value, key == "umask" ? 8 : 10);
     STAMPFS_RETURN_IF_ERROR(v);
     (key == "uid" ? o->uid : key == "gid" ? o->gid : o->umask) = *v;
-  } else if (key == "connection_string" || key == "account_key" || key == "sas_token") {
+  } else if (key == "connection_string" || key == "account_key" || key == "sas_token" ||
+             key == "client_secret") {
     return Status(Code::kInvalidArgument,
                   "option " + key +
                       " is refused: secrets on the command line are visible to "
-                      "every user (ps); use connection_string_file=FILE, account_key_file=FILE or "
-                      "sas_token_file=FILE (mode 0600), a config file, or "
-                      "$AZURE_STORAGE_CONNECTION_STRING");
+                      "every user (ps); use connection_string_file=FILE, account_key_file=FILE, "
+                      "sas_token_file=FILE or client_secret_file=FILE (mode 0600), a config "
+                      "file, or the environment");
   } else if (key.rfind("x-systemd.", 0) == 0 || key == "comment") {
     // for systemd and fstab only
   } else {
@@ -326,9 +342,10 @@ std::string MountUsage() {
 
 Mounts an Azure Storage container. The connection comes from, in order:
 connection_string_file (or connection_string in the config file); else
-account_name with account_key_file or sas_token_file; else
-$AZURE_STORAGE_CONNECTION_STRING; else UseDevelopmentStorage=true (Azurite).
-Secrets are never accepted on the command line.
+account_name with account_key_file or sas_token_file, or alone (Microsoft
+Entra ID sign-in, auth=); else $AZURE_STORAGE_CONNECTION_STRING; else
+UseDevelopmentStorage=true (Azurite). Secrets are never accepted on the
+command line.
 
   -f, --foreground            stay in the foreground, log to stderr (else syslog)
   --config FILE, -o config=FILE
@@ -345,6 +362,19 @@ Secrets are never accepted on the command line.
   -o table_endpoint=URL       default https://ACCOUNT.table.SUFFIX
   -o endpoint_suffix=SUFFIX   default core.windows.net
   -o allow_http               allow plain http to a host that is not loopback
+  -o ca_file=PATH             trust these CAs (PEM) for https instead of the system's
+  -o auth=auto|key|sas|msi|workload|sp|cli
+                              how to sign in (default auto: key or SAS if given, else
+                              Entra ID: service principal, workload identity, managed
+                              identity, az CLI, the first that works)
+  -o tenant_id=ID, -o client_id=ID   (default $AZURE_TENANT_ID, $AZURE_CLIENT_ID)
+  -o client_secret_file=FILE  a service principal's secret (mode 0600)
+  -o client_cert_file=FILE    a service principal's certificate + key, PEM (mode 0600)
+  -o federated_token_file=FILE    workload identity (default $AZURE_FEDERATED_TOKEN_FILE)
+  -o authority_host=URL       default https://login.microsoftonline.com
+  -o msi_endpoint=URL         managed identity endpoint (default IMDS)
+  -o token_resource=URL       default https://storage.azure.com
+  -o token_refresh_margin=SECONDS  replace tokens this long before expiry (default 300)
   -o ro                       read-only mount
   -o allow_other              let other users access the mount
   -o attr_timeout=SECONDS     trust cached metadata this long (default 2)

@@ -42,6 +42,19 @@ struct MountOptions {
   std::string table_endpoint;        // default https://ACCOUNT.table.SUFFIX
   std::string endpoint_suffix;       // default core.windows.net
   bool allow_http = false;           // plain http to a host that is not loopback
+  std::string ca_file;               // a private CA bundle for https (curl CAINFO)
+  // Microsoft Entra ID sign-in (storage/entra_credential.h); the secret only
+  // from a file or $AZURE_CLIENT_SECRET.
+  std::string auth = "auto";         // auto | key | sas | msi | workload | sp | cli
+  std::string tenant_id;             // default $AZURE_TENANT_ID
+  std::string client_id;             // default $AZURE_CLIENT_ID
+  std::string client_secret_file;    // mode 0600
+  std::string client_cert_file;      // PEM certificate + private key, mode 0600
+  std::string federated_token_file;  // default $AZURE_FEDERATED_TOKEN_FILE
+  std::string authority_host;  // default $AZURE_AUTHORITY_HOST, else login.microsoftonline.com
+  std::string msi_endpoint;    // default IMDS (or $IDENTITY_ENDPOINT)
+  std::string token_resource;  // default https://storage.azure.com
+  double token_refresh_margin = 300;  // seconds before expiry a token is replaced
   // Secrets written in the config file itself (which must then be mode 0600).
   std::string inline_connection_string;
   std::string inline_account_key;

@@ -132,16 +132,122 @@ Result<Entity> Namespace::FetchDot(const std::string& pk) {
   return table_.Get(options_.table, pk, kDotRowKey);
 }
 
-// A directory's mtime/ctime move with its entries: every transaction on its
-// partition stamps "touched" on its "." row. Shown when it is newer than the
-// last change of the directory's own entry (a later utimens wins).
-Attr Namespace::WithDirectoryTimes(const std::string& path, Attr attr) {
-  if (!attr.IsDir() || !cache_) return attr;
-  auto dot = cache_->GetEntry(PartitionKeyForDirectory(path), kDotRowKey);
-  if (!dot) return attr;
-  int64_t touched = dot->entity.GetInt64("touched");
-  if (touched > attr.ctime_ns) attr.mtime_ns = attr.ctime_ns = touched;
-  return attr;
+// A directory's times and link count come from its own partition, never
+// from its entry alone, so stat answers the same whether or not the
+// directory was listed: mtime/ctime are the "touched" stamp of its "." row
+// (written only by transactions that create, remove or rename names in it)
+// when newer than the last change of its entry (a later utimens wins);
+// st_nlink is 2 + the subdirectory entries of its partition. The count is
+// derived, never stored: from a complete cached listing (kept exact by this
+// mount's transactions, revalidated by the "." ETag like the listing), else
+// one query of the "." row and the subdirectory entries (fresh for the TTL).
+namespace {
+constexpr const char* kSubdirsFilter =
+    " and (RowKey eq '.' or (mode ge 16384L and mode le 20479L))";  // S_IFDIR | 0..07777
+bool IsDirEntity(const Entity& e) { return (e.GetInt64("mode") & S_IFMT) == S_IFDIR; }
+}  // namespace
+
+std::optional<Namespace::DirSummary> Namespace::CachedDirSummary(const std::string& pk) {
+  if (!cache_) return std::nullopt;
+  auto dot = cache_->GetEntry(pk, kDotRowKey);
+  if (!dot || !dot->entity.Has(kSubdirsProperty)) return std::nullopt;
+  auto gen = cache_->GetGeneration(pk);
+  const bool listed = gen && gen->complete && gen->dot_etag == dot->entity.etag &&
+                      NowMs() - gen->validated_ms < options_.ttl_ms;
+  if (!listed && NowMs() - dot->fetched_ms >= options_.ttl_ms) return std::nullopt;
+  DirSummary s;
+  s.touched = dot->entity.GetInt64("touched");
+  s.subdirs = static_cast<uint64_t>(dot->entity.GetInt64(kSubdirsProperty));
+  return s;
+}
+
+// Caches a "." row just read, keeping the subdirectory count derived for
+// the same ETag (nothing in the partition changed since).
+void Namespace::CacheDot(Entity dot) {
+  if (!cache_) return;
+  auto old = cache_->GetEntry(dot.partition_key, kDotRowKey);
+  if (old && old->entity.etag == dot.etag && old->entity.Has(kSubdirsProperty)) {
+    dot.properties[kSubdirsProperty] = old->entity.properties.at(kSubdirsProperty);
+  }
+  cache_->PutEntry(dot, NowMs()).PermitUnchecked();
+}
+
+Result<Namespace::DirSummary> Namespace::FetchDirSummary(const std::string& path) {
+  const std::string pk = PartitionKeyForDirectory(path);
+  if (auto s = CachedDirSummary(pk)) return *s;
+  if (!cache_) return QueryDirSummary(path);
+  auto gen = cache_->GetGeneration(pk);
+  if (gen && gen->complete) {
+    // One "." read revalidates a stale listing and the count with it.
+    auto dot = FetchDot(pk);
+    STAMPFS_RETURN_IF_ERROR(dot);
+    if (ConfirmedBy(pk, &*gen, *dot)) {
+      CacheDot(*dot);
+      if (auto s = CachedDirSummary(pk)) return *s;
+    } else {
+      cache_->InvalidateListing(pk).PermitUnchecked();
+    }
+  }
+  bool point_only;
+  {
+    std::lock_guard<std::mutex> lock(lookups_mu_);
+    auto it = lookups_.find(pk);
+    point_only = it != lookups_.end() && NowMs() < it->second.point_only_until_ms;
+  }
+  if (!point_only) {
+    // A directory is usually listed right after its stat (ls, find, tar):
+    // the listing serves both.
+    auto listed = FetchListing(path, kListPageBudget);
+    const bool too_large = listed.status().Is(Code::kTooLarge);
+    ListedOrTooLarge(pk, too_large);
+    if (listed.ok()) {
+      if (auto s = CachedDirSummary(pk)) return *s;
+    } else if (!too_large) {
+      return listed.status();
+    }
+  }
+  return QueryDirSummary(path);
+}
+
+// The "." row and the subdirectory entries only: one page for most directories.
+Result<Namespace::DirSummary> Namespace::QueryDirSummary(const std::string& path) {
+  const std::string pk = PartitionKeyForDirectory(path);
+  QueryOptions q;
+  q.filter = FilterPartition(pk) + kSubdirsFilter;
+  std::optional<Entity> dot;
+  DirSummary s;
+  std::string npk, nrk;
+  do {
+    table_requests++;
+    auto page = table_.QueryPage(options_.table, q, npk, nrk);
+    STAMPFS_RETURN_IF_ERROR(page);
+    for (Entity& e : page->entities) {
+      if (e.row_key == kDotRowKey) {
+        dot = std::move(e);
+      } else {
+        s.subdirs++;
+      }
+    }
+    npk = page->next_partition_key;
+    nrk = page->next_row_key;
+  } while (!npk.empty() || !nrk.empty());
+  if (!dot) return Status(Code::kNotFound, "directory " + path + " is gone");
+  s.touched = dot->GetInt64("touched");
+  if (cache_) {
+    dot->properties[kSubdirsProperty] = static_cast<int64_t>(s.subdirs);
+    cache_->PutEntry(*dot, NowMs()).PermitUnchecked();
+  }
+  return s;
+}
+
+Result<Attr> Namespace::WithDirectoryAttrs(const std::string& path, Attr attr) {
+  if (!attr.IsDir()) return attr;
+  auto s = FetchDirSummary(path);
+  // No "." row: an unfinished mkdir or rmdir, or a directory another mount
+  // is renaming away; its entry is all there is.
+  if (s.status().Is(Code::kNotFound)) return attr;
+  STAMPFS_RETURN_IF_ERROR(s);
+  return s->ApplyTo(attr);
 }
 
 // Listing protocol: the "." ETag recorded with a listing is read no later
@@ -220,7 +326,9 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path,
     dot = *current;
   }
   if (cache_) {
-    entries.push_back(*dot);  // cached with the listing, for the directory's times
+    dot->properties[kSubdirsProperty] =
+        static_cast<int64_t>(std::count_if(entries.begin(), entries.end(), IsDirEntity));
+    entries.push_back(*dot);  // cached with the listing: the directory's times and link count
     cache_->PutListing(pk, entries, dot->etag, NowMs()).PermitUnchecked();
     entries.pop_back();
   }
@@ -336,7 +444,7 @@ Result<Entity> Namespace::FetchRootDot(bool fresh) {
   auto dot = FetchDot(pk);
   STAMPFS_RETURN_IF_ERROR(dot);
   if (cache_) {
-    cache_->PutEntry(*dot, NowMs()).PermitUnchecked();
+    CacheDot(*dot);
     if (gen && gen->complete && !ConfirmedBy(pk, &*gen, *dot)) {
       cache_->InvalidateListing(pk).PermitUnchecked();
     }
@@ -364,20 +472,31 @@ Result<Entity> Namespace::FetchEntryOf(uint64_t ino, std::string* path, bool fre
 // invalidated.
 Result<BatchResult> Namespace::CommitInDirectory(const std::string& dir_path,
                                                  std::vector<TableOperation> ops,
-                                                 BatchError* error) {
+                                                 BatchError* error,
+                                                 std::optional<bool> names_change) {
   std::lock_guard<std::mutex> lock(StripeFor(dir_path));
-  return CommitInDirectoryLocked(dir_path, std::move(ops), error);
+  return CommitInDirectoryLocked(dir_path, std::move(ops), error, names_change);
 }
 
 // REQUIRES: the directory's stripe is held.
 Result<BatchResult> Namespace::CommitInDirectoryLocked(const std::string& dir_path,
                                                        std::vector<TableOperation> ops,
-                                                       BatchError* error) {
+                                                       BatchError* error,
+                                                       std::optional<bool> names_change) {
   const std::string pk = PartitionKeyForDirectory(dir_path);
   std::optional<DirectoryGeneration> gen;
   if (cache_) gen = cache_->GetGeneration(pk);
   bool exact = gen && gen->complete;
-  Entity dot{pk, kDotRowKey, {{"touched", NowNs()}}, {}};
+  if (!names_change) {
+    names_change = std::any_of(ops.begin(), ops.end(), [](const TableOperation& op) {
+      return op.kind == TableOperation::Kind::kInsert || op.kind == TableOperation::Kind::kDelete;
+    });
+  }
+  // Every transaction changes the "." ETag (revalidation); only a change of
+  // names moves the directory's mtime (a child's chmod or data does not).
+  const int64_t now = NowNs();
+  Entity dot{pk, kDotRowKey, {{"changed", now}}, {}};
+  if (*names_change) dot.properties["touched"] = now;
   ops.push_back(TableOperation::Merge(dot, Condition::IfMatch(exact ? gen->dot_etag : "*")));
   const int dot_index = static_cast<int>(ops.size()) - 1;
   BatchError local;
@@ -388,6 +507,19 @@ Result<BatchResult> Namespace::CommitInDirectoryLocked(const std::string& dir_pa
     auto r = table_.ExecuteBatch(options_.table, ops, err);
     if (r.ok()) {
       if (cache_) {
+        // With an exact listing every entry's old state is cached: the
+        // subdirectory count follows the batch.
+        int64_t subdirs_delta = 0;
+        for (size_t i = 0; exact && i + 1 < ops.size(); ++i) {
+          const Entity& e = ops[i].entity;
+          auto old = cache_->GetEntry(e.partition_key, e.row_key);
+          const bool was_dir = old && IsDirEntity(old->entity);
+          bool is_dir = false;
+          if (ops[i].kind != TableOperation::Kind::kDelete) {
+            is_dir = e.Has("mode") ? IsDirEntity(e) : was_dir;
+          }
+          subdirs_delta += static_cast<int64_t>(is_dir) - static_cast<int64_t>(was_dir);
+        }
         for (size_t i = 0; i + 1 < ops.size(); ++i) {
           const Entity& e = ops[i].entity;
           if (ops[i].kind == TableOperation::Kind::kDelete) {
@@ -404,7 +536,13 @@ Result<BatchResult> Namespace::CommitInDirectoryLocked(const std::string& dir_pa
         Entity cached_dot = dot;
         if (auto old = cache_->GetEntry(pk, kDotRowKey)) {
           cached_dot = old->entity;
-          cached_dot.properties["touched"] = dot.properties["touched"];
+          for (const auto& [k, v] : dot.properties) cached_dot.properties[k] = v;
+        }
+        if (exact && cached_dot.Has(kSubdirsProperty)) {
+          cached_dot.properties[kSubdirsProperty] =
+              cached_dot.GetInt64(kSubdirsProperty) + subdirs_delta;
+        } else {
+          cached_dot.properties.erase(kSubdirsProperty);
         }
         cached_dot.etag = r->etags.back();
         cache_->PutEntry(cached_dot, exact ? NowMs() : 0).PermitUnchecked();
@@ -458,7 +596,7 @@ Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
   auto attr = AttrFromEntity(*e);
   STAMPFS_RETURN_IF_ERROR(attr);
   inodes_.Remember(attr->ino, parent, name, attr->IsDir());
-  return WithDirectoryTimes(loc->path, *attr);
+  return WithDirectoryAttrs(loc->path, *attr);
 }
 
 void Namespace::Remember(uint64_t parent, const DirEntry& entry) {
@@ -473,7 +611,7 @@ Result<Attr> Namespace::GetAttr(uint64_t ino) {
   STAMPFS_RETURN_IF_ERROR(e);
   auto attr = AttrFromEntity(*e);
   STAMPFS_RETURN_IF_ERROR(attr);
-  return WithDirectoryTimes(path, *attr);
+  return WithDirectoryAttrs(path, *attr);
 }
 
 Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
@@ -497,7 +635,14 @@ Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
                (name.ok() ? attr.status() : name.status()).ToString());
       continue;
     }
-    out.push_back({*name, WithDirectoryTimes(JoinPath(*path, *name), *attr)});
+    DirEntry entry{*name, *attr};
+    if (attr->IsDir()) {
+      // Only what is cached: a subdirectory not known yet is left to lookup.
+      auto summary = CachedDirSummary(PartitionKeyForDirectory(JoinPath(*path, *name)));
+      entry.attr_complete = summary.has_value();
+      if (summary) entry.attr = summary->ApplyTo(entry.attr);
+    }
+    out.push_back(std::move(entry));
   }
   return out;
 }

@@ -78,6 +78,9 @@ struct IntentOutcome {
 struct DirEntry {
   std::string name;
   Attr attr;
+  // False for a subdirectory whose own partition (times, link count) is not
+  // cached: its attributes are left to a lookup (readdirplus hands none).
+  bool attr_complete = true;
 };
 
 // The current state of a regular file, for the data path.
@@ -149,6 +152,10 @@ class Namespace {
   Result<Attr> Symlink(uint64_t parent, const std::string& name, const std::string& target,
                        uint32_t uid, uint32_t gid);
   Result<std::string> ReadLink(uint64_t ino);
+  // mknod: a FIFO, socket or device is an entry (type, mode, rdev) with no
+  // blob; S_IFREG makes an empty regular file at once (as create with O_EXCL).
+  Result<Attr> Mknod(uint64_t parent, const std::string& name, uint32_t mode, uint64_t rdev,
+                     uint32_t uid, uint32_t gid);
   // Removes a non-directory entry; returns its last state (the caller removes
   // the blob, at once or after the last close).
   Result<FileState> Unlink(uint64_t parent, const std::string& name);
@@ -216,17 +223,45 @@ class Namespace {
   void ListedOrTooLarge(const std::string& pk, bool too_large);
   Result<Entity> FetchDot(const std::string& pk);
   Result<Entity> FetchRootDot(bool fresh);
-  Attr WithDirectoryTimes(const std::string& path, Attr attr);
+  // What a directory's own partition says about it: the time its names last
+  // changed ("touched" on its "." row) and how many subdirectories it holds.
+  struct DirSummary {
+    int64_t touched = 0;
+    uint64_t subdirs = 0;
+    // The times move when newer than the last change of the directory's own
+    // entry (a later utimens wins).
+    Attr ApplyTo(Attr a) const {
+      if (touched > a.ctime_ns) a.mtime_ns = a.ctime_ns = touched;
+      a.nlink = static_cast<uint32_t>(2 + subdirs);
+      return a;
+    }
+  };
+  // On the cached "." row only (never written to the table): its subdirectories.
+  static constexpr const char* kSubdirsProperty = "cachedSubdirs";
+  std::optional<DirSummary> CachedDirSummary(const std::string& pk);
+  void CacheDot(Entity dot);
+  Result<DirSummary> FetchDirSummary(const std::string& path);
+  Result<DirSummary> QueryDirSummary(const std::string& path);
+  // A directory's attributes as shown: its entry's, with times and st_nlink
+  // from its partition (FetchDirSummary). Other kinds unchanged.
+  Result<Attr> WithDirectoryAttrs(const std::string& path, Attr attr);
+  // `names_change`: the transaction creates, removes or renames names of the
+  // directory, so its mtime moves ("touched"); unset: any insert or delete.
   Result<BatchResult> CommitInDirectory(const std::string& dir_path,
-                                        std::vector<TableOperation> ops, BatchError* error);
+                                        std::vector<TableOperation> ops, BatchError* error,
+                                        std::optional<bool> names_change = std::nullopt);
   Result<BatchResult> CommitInDirectoryLocked(const std::string& dir_path,
-                                              std::vector<TableOperation> ops, BatchError* error);
+                                              std::vector<TableOperation> ops, BatchError* error,
+                                              std::optional<bool> names_change = std::nullopt);
   // One entry operation that may share its entity group transaction with
   // others of the same directory arriving meanwhile (fs/namespace_groups.cc):
   // the result and `error` (failed_index 0: this operation) are this
-  // operation's alone.
+  // operation's alone. Never a change of names (an insert of a new file's
+  // entry is one: `names_change`).
   Result<BatchResult> CommitGrouped(const std::string& dir_path, const TableOperation& op,
                                     BatchError* error);
+  Result<std::vector<std::string>> Exchange(uint64_t parent, const std::string& name,
+                                            uint64_t new_parent, const std::string& new_name);
   Status ConfirmNotFound(const std::vector<TableOperation>& ops, BatchError* err);
   Result<Entity> MergeEntry(uint64_t ino, const std::function<Status(Entity*)>& change);
   Result<uint64_t> AllocateIno();
@@ -236,6 +271,8 @@ class Namespace {
   Result<Attr> InsertEntry(uint64_t parent, const Located& loc, const Entity& entry);
   Result<std::string> CheckEmpty(const std::string& pk);
   Result<FileState> FileStateOf(const Entity& entry, const std::string& path) const;
+  Result<Attr> CreateNode(uint64_t parent, const std::string& name, uint32_t mode, uint64_t rdev,
+                          uint32_t uid, uint32_t gid, bool deferred);
   // Deferred creates (fs/namespace_pending.cc).
   Result<Attr> CreateDeferred(uint64_t parent, const Located& loc, const Attr& attr);
   std::optional<Entity> PendingEntry(const std::string& pk, const std::string& rk);

@@ -88,7 +88,13 @@ Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t
     }
     return r.status();
   }
-  if (cache_) cache_->PutListing(dot.partition_key, {}, *inserted, NowMs()).PermitUnchecked();
+  if (cache_) {
+    // Known empty: its own "." row is the whole listing (no subdirectories).
+    Entity listed = dot;
+    listed.etag = *inserted;
+    listed.properties[kSubdirsProperty] = int64_t{0};
+    cache_->PutListing(dot.partition_key, {listed}, *inserted, NowMs()).PermitUnchecked();
+  }
   return r;
 }
 
@@ -147,12 +153,19 @@ Result<std::string> Namespace::CheckEmpty(const std::string& pk) {
 
 Result<Attr> Namespace::Create(uint64_t parent, const std::string& name, uint32_t mode,
                                uint32_t uid, uint32_t gid, bool deferred) {
+  return CreateNode(parent, name, S_IFREG | (mode & 07777), 0, uid, gid, deferred);
+}
+
+// A new entry without a target: a regular file, FIFO, socket or device.
+Result<Attr> Namespace::CreateNode(uint64_t parent, const std::string& name, uint32_t mode,
+                                   uint64_t rdev, uint32_t uid, uint32_t gid, bool deferred) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   auto loc = Locate(parent, name, true);
   STAMPFS_RETURN_IF_ERROR(loc);
   auto ino = AllocateIno();
   STAMPFS_RETURN_IF_ERROR(ino);
-  Attr attr = NewAttr(*ino, S_IFREG | (mode & 07777), uid, gid);
+  Attr attr = NewAttr(*ino, mode, uid, gid);
+  attr.rdev = rdev;
   if (deferred) return CreateDeferred(parent, *loc, attr);
   return InsertEntry(parent, *loc, NewEntry(loc->parent_path, name, attr));
 }
@@ -170,6 +183,17 @@ Result<Attr> Namespace::Symlink(uint64_t parent, const std::string& name, const 
   Entity e = NewEntry(loc->parent_path, name, attr);
   e.properties["target"] = Binary{target};
   return InsertEntry(parent, *loc, e);
+}
+
+Result<Attr> Namespace::Mknod(uint64_t parent, const std::string& name, uint32_t mode,
+                              uint64_t rdev, uint32_t uid, uint32_t gid) {
+  const uint32_t type = mode & S_IFMT;
+  if (type == S_IFREG || type == 0) return Create(parent, name, mode & 07777, uid, gid);
+  if (type != S_IFIFO && type != S_IFSOCK && type != S_IFCHR && type != S_IFBLK) {
+    return Status(Code::kInvalidArgument, "mknod of file type " + std::to_string(type));
+  }
+  const bool device = type == S_IFCHR || type == S_IFBLK;
+  return CreateNode(parent, name, type | (mode & 07777), device ? rdev : 0, uid, gid, false);
 }
 
 Result<std::string> Namespace::ReadLink(uint64_t ino) {
@@ -237,6 +261,7 @@ Result<Entity> Namespace::MergeEntry(uint64_t ino, const std::function<Status(En
     STAMPFS_RETURN_IF_ERROR(change(&updated));
     updated.etag.clear();
     if (path == "/") {
+      updated.properties.erase(kSubdirsProperty);  // the cache's, not the table's
       table_requests++;
       auto r =
           table_.Update(options_.table, updated, UpdateMode::kReplace, Condition::IfMatch(e->etag));
@@ -278,7 +303,12 @@ Result<Attr> Namespace::SetAttr(uint64_t ino, const SetAttrRequest& req) {
     return Status::Ok();
   });
   STAMPFS_RETURN_IF_ERROR(e);
-  return AttrFromEntity(*e);
+  auto attr = AttrFromEntity(*e);
+  STAMPFS_RETURN_IF_ERROR(attr);
+  if (!attr->IsDir()) return attr;
+  auto path = PathOf(ino);  // a directory's times and st_nlink: from its partition
+  STAMPFS_RETURN_IF_ERROR(path);
+  return WithDirectoryAttrs(*path, *attr);
 }
 
 Result<FileState> Namespace::GetFile(uint64_t ino, bool fresh) {
@@ -365,6 +395,7 @@ Status Namespace::ChangeXattrs(uint64_t ino, const std::function<Status(XattrMap
     if (encoded.size() > kMaxPropertyValueBytes) {
       return Status(Code::kTooLarge, "extended attributes exceed 64 KiB per file");
     }
+    entity->properties["ctime"] = NowNs();  // an attribute changed
     if (map.empty()) {
       entity->properties.erase("xattr");
     } else {

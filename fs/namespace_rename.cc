@@ -171,8 +171,13 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
                                                    unsigned flags, uint64_t* moved) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   STAMPFS_RETURN_IF_ERROR(CheckCanDelete("rename"));
-  if (flags & kExchange) return Status(Code::kInvalidArgument, "RENAME_EXCHANGE is not supported");
   std::lock_guard<std::mutex> lock(rename_mu_);
+  if (flags & kExchange) {
+    // An exchange moves table rows: files created here and not yet committed
+    // get theirs first (no deferred create starts while rename_mu_ is held).
+    STAMPFS_RETURN_IF_ERROR(MaterializePending());
+    return Exchange(parent, name, new_parent, new_name);
+  }
   auto from = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(from);
   auto to = Locate(new_parent, new_name, true);
@@ -265,6 +270,58 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   inodes_.Move(sattr->ino, new_parent, new_name);
   if (moved) *moved = sattr->ino;
   return orphaned;
+}
+
+// RENAME_EXCHANGE: the two entries swap names in one transaction of their
+// directory (each Replace If-Match the ETag read), so it is atomic. Only
+// entries whose names key nothing else can swap so: a file's data is the blob
+// named by its path and a directory's entries are keyed by its path, so a
+// file with a committed blob, a directory, or two directories' entries
+// (two partitions, no transaction spans them) are refused with EINVAL.
+// REQUIRES: rename_mu_
+Result<std::vector<std::string>> Namespace::Exchange(uint64_t parent, const std::string& name,
+                                                     uint64_t new_parent,
+                                                     const std::string& new_name) {
+  auto from = Locate(parent, name);
+  STAMPFS_RETURN_IF_ERROR(from);
+  auto to = Locate(new_parent, new_name);
+  STAMPFS_RETURN_IF_ERROR(to);
+  const auto keyed_by_path = [](const Entity& e) {
+    return EntryType(e) == S_IFDIR || (EntryType(e) == S_IFREG && !StringOr(e, "betag").empty());
+  };
+  // `e` under the name `at`, replacing that row If-Match `row_etag`.
+  const auto swapped = [&](const Entity& e, const Located& at, const std::string& row_etag) {
+    Entity moved = e;
+    moved.row_key = RowKeyForName(at.name);
+    moved.etag.clear();
+    SetEntryName(at.name, &moved);
+    moved.properties["ctime"] = NowNs();
+    if (EntryType(e) == S_IFREG) moved.properties["blob"] = BlobNameFor(at.path);
+    return TableOperation::Replace(moved, Condition::IfMatch(row_etag));
+  };
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    auto a = FetchEntry(from->parent_path, name, true);
+    STAMPFS_RETURN_IF_ERROR(a);
+    auto b = FetchEntry(to->parent_path, new_name, true);
+    STAMPFS_RETURN_IF_ERROR(b);
+    if (from->path == to->path) return std::vector<std::string>{};
+    if (from->parent_path != to->parent_path) {
+      return Status(Code::kInvalidArgument, "RENAME_EXCHANGE across directories is not supported");
+    }
+    if (keyed_by_path(*a) || keyed_by_path(*b)) {
+      return Status(Code::kInvalidArgument,
+                    "RENAME_EXCHANGE of a directory or a file with data is not supported");
+    }
+    BatchError err;
+    auto r = CommitInDirectory(from->parent_path, {swapped(*a, *to, b->etag), swapped(*b, *from, a->etag)}, &err,
+                               true);
+    if (!r.ok() && r.status().Is(Code::kPreconditionFailed) && err.failed_index < 2) continue;
+    STAMPFS_RETURN_IF_ERROR(r);
+    inodes_.Move(static_cast<uint64_t>(a->GetInt64("ino")), new_parent, new_name);
+    inodes_.Move(static_cast<uint64_t>(b->GetInt64("ino")), parent, name);
+    return std::vector<std::string>{};
+  }
+  return Status(Code::kPreconditionFailed, from->path + " kept changing under concurrent updates");
 }
 
 Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::string>* orphaned,
@@ -369,7 +426,7 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
         STAMPFS_RETURN_IF_ERROR(CommitInDirectory(from_parent, {del, put}, nullptr));
       } else {
         BatchError err;
-        auto put_done = CommitInDirectory(to_parent, {put}, &err);
+        auto put_done = CommitInDirectory(to_parent, {put}, &err, true);
         if (put_done.status().Is(Code::kNotFound) && err.failed_index == 1) {  // the "." merge
           return target_dir_gone(put_done.status(), StringOr(moved, "betag"));
         }

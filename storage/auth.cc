@@ -10,6 +10,8 @@
 #include <map>
 #include <vector>
 
+#include "storage/token_credential.h"
+
 namespace stampfs {
 namespace {
 
@@ -218,6 +220,18 @@ RequestSigner MakeSigner(const StorageAccount& account, Service service, HttpDat
       std::string sts = service == Service::kBlob ? BlobStringToSign(request, name)
                                                   : TableStringToSign(request, name);
       request.SetHeader("Authorization", "SharedKey " + name + ":" + Sign(key, sts));
+      return Status::Ok();
+    };
+  }
+  if (account.HasToken()) {
+    // Blob needs x-ms-version >= 2017-11-09 and Table >= 2019-02-02 for
+    // bearer tokens; the clients send newer ones (azure_clients.h).
+    return [credential = account.token_credential, now](HttpRequest& request) -> Status {
+      request.SetHeader("x-ms-date", now());
+      auto token = credential->Token();
+      STAMPFS_RETURN_IF_ERROR(token);
+      request.SetHeader("Authorization", "Bearer " + *token);
+      return Status::Ok();
     };
   }
   std::string sas = service == Service::kTable && !account.table_sas_token.empty()
@@ -225,14 +239,15 @@ RequestSigner MakeSigner(const StorageAccount& account, Service service, HttpDat
                         : account.sas_token;
   return [sas, now](HttpRequest& request) {
     request.SetHeader("x-ms-date", now());
-    if (sas.empty()) return;
+    if (sas.empty()) return Status::Ok();
     // Signing the same request twice must not append the token twice.
     size_t q = request.url.find('?');
     if (q != std::string::npos && request.url.size() >= sas.size() &&
         request.url.compare(request.url.size() - sas.size(), sas.size(), sas) == 0) {
-      return;
+      return Status::Ok();
     }
     request.url += (q == std::string::npos ? "?" : "&") + sas;
+    return Status::Ok();
   };
 }
 

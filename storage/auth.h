@@ -28,8 +28,9 @@ std::string HttpDateNow();
 
 enum class Service { kBlob, kTable };
 
-// A signer for one service: sets x-ms-date, then either Authorization (key)
-// or appends the SAS token to the URL (once, even across retries).
+// A signer for one service: sets x-ms-date, then Authorization (a Shared Key
+// signature, or an Entra ID bearer token from account.token_credential), or
+// appends the SAS token to the URL (once, even across retries).
 RequestSigner MakeSigner(const StorageAccount& account, Service service,
                          HttpDateFn now = HttpDateNow);
 

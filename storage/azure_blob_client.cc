@@ -131,8 +131,9 @@ class AzureBlobClient final : public BlobStore {
  public:
   AzureBlobClient(StorageAccount account, ClientOptions options)
       : account_(std::move(account)),
-        http_(options.transport ? options.transport
-                                : std::shared_ptr<HttpTransport>(MakeCurlTransport()),
+        http_(options.transport
+                  ? options.transport
+                  : std::shared_ptr<HttpTransport>(MakeCurlTransport({account_.ca_file})),
               options.retry, {}, {}, MakeBreaker(options.breaker)),
         signer_(MakeSigner(account_, Service::kBlob, options.now ? options.now : HttpDateNow)),
         container_sas_(!account_.HasKey() && ParseSas(account_.sas_token).resource == "c") {}

@@ -115,10 +115,11 @@ Code CodeFor(int http_status, const std::string& service_code) {
 std::string Hint(Code code, const std::string& service_code) {
   if (code != Code::kAuth) return {};
   if (IsPermissionMismatch(service_code)) {
-    return "permission denied: the credentials (for example a read-only SAS) do not allow "
-           "this operation";
+    return "permission denied: the credentials (for example a read-only SAS, or an Entra ID "
+           "identity without a Storage Blob/Table Data role) do not allow this operation";
   }
-  return "authentication failed: check the account name and key or the SAS token";
+  return "authentication failed: check the account name and key, the SAS token, or the Entra "
+         "ID token";
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ class AzureTableClient : public TableStore {
  public:
   AzureTableClient(const StorageAccount& account, ClientOptions options)
       : endpoint_(account.table_endpoint),
-        http_(Transport(options), options.retry, {}, {}, MakeBreaker(options.breaker)),
+        http_(Transport(options, account), options.retry, {}, {}, MakeBreaker(options.breaker)),
         sign_(MakeSigner(account, Service::kTable, options.now ? options.now : HttpDateNow)),
         table_sas_(!account.HasKey() && !account.table_sas_token.empty()) {}
 
@@ -79,8 +79,9 @@ class AzureTableClient : public TableStore {
                                    BatchError* error) override;
 
  private:
-  static std::shared_ptr<HttpTransport> Transport(ClientOptions& options) {
-    if (!options.transport) options.transport = MakeCurlTransport();
+  static std::shared_ptr<HttpTransport> Transport(ClientOptions& options,
+                                                  const StorageAccount& account) {
+    if (!options.transport) options.transport = MakeCurlTransport({account.ca_file});
     return options.transport;
   }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "storage/auth.h"
+#include "storage/token_credential.h"
 
 namespace stampfs {
 namespace {
@@ -155,7 +156,7 @@ Status FillCredentials(const Fields& fields, StorageAccount* account) {
     account->sas_token = sas;
     return Status::Ok();
   }
-  return Bad("neither AccountKey nor SharedAccessSignature is given");
+  return Status::Ok();  // neither: Microsoft Entra ID sign-in (fs/mount_config.cc)
 }
 
 Status FillEndpoints(const Fields& fields, StorageAccount* account) {
@@ -180,8 +181,9 @@ Status FillEndpoints(const Fields& fields, StorageAccount* account) {
       *out = *checked;
     }
   }
-  // A SAS string from the portal names no account: take it from an endpoint.
-  if (account->account_name.empty() && account->HasSas()) {
+  // A SAS string from the portal, or endpoints for Entra ID sign-in, may name
+  // no account: take it from an endpoint.
+  if (account->account_name.empty() && !account->HasKey()) {
     account->account_name = AccountFromEndpoint(
         !account->blob_endpoint.empty() ? account->blob_endpoint : account->table_endpoint);
   }
@@ -262,7 +264,10 @@ Status CheckEndpointsSecure(const StorageAccount& account, bool allow_http) {
 }
 
 std::string StorageAccount::Describe() const {
-  const char* auth = HasKey() ? "SharedKey" : HasSas() ? "SAS" : "anonymous";
+  const std::string auth = HasKey()     ? "SharedKey"
+                           : HasSas()   ? "SAS"
+                           : HasToken() ? "Entra ID, " + token_credential->Describe()
+                                        : "no credentials";
   return account_name + " (blob " + blob_endpoint + ", table " + table_endpoint + ", " + auth + ")";
 }
 

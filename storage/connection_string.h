@@ -1,11 +1,14 @@
 // Azure Storage connection strings and the account they describe.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "storage/status.h"
 
 namespace stampfs {
+
+class TokenCredential;
 
 // What a client needs to reach one storage account. Endpoints carry no
 // trailing slash; for the emulator they include the account path segment
@@ -20,9 +23,15 @@ struct StorageAccount {
   std::string table_sas_token;
   std::string blob_endpoint;
   std::string table_endpoint;
+  // Microsoft Entra ID: bearer tokens for both services (token_credential.h),
+  // set when there is neither key nor SAS.
+  std::shared_ptr<TokenCredential> token_credential;
+  // A private CA bundle for https (curl's CAINFO); empty: the system's.
+  std::string ca_file;
 
   bool HasKey() const { return !account_key.empty(); }
   bool HasSas() const { return !sas_token.empty(); }
+  bool HasToken() const { return token_credential != nullptr; }
   // "devstoreaccount1 (blob http://..., table http://..., SharedKey)": no secret.
   std::string Describe() const;
 };

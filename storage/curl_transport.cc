@@ -183,7 +183,7 @@ void SetMethod(CURL* curl, const HttpRequest& request, Exchange* ex) {
 }
 
 void SetOptions(CURL* curl, const HttpRequest& request, std::chrono::milliseconds timeout,
-                Exchange* ex, char* error_buffer) {
+                const TransportOptions& options, Exchange* ex, char* error_buffer) {
   long timeout_ms = std::max<long>(1, static_cast<long>(timeout.count()));
   curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
@@ -193,6 +193,7 @@ void SetOptions(CURL* curl, const HttpRequest& request, std::chrono::millisecond
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, std::min(timeout_ms, kMaxConnectTimeoutMs));
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
   curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (!options.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options.ca_file.c_str());
   curl_easy_setopt(curl, CURLOPT_MAXAGE_CONN, kMaxConnectionAgeSeconds);
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
   // The signed path must be the one on the wire: no dot-segment squashing.
@@ -239,7 +240,9 @@ Status FailureStatus(CURLcode rc, const Exchange& ex, const char* error_buffer,
 
 class CurlTransport : public HttpTransport {
  public:
-  CurlTransport() { GlobalInitOnce(); }
+  explicit CurlTransport(TransportOptions options) : options_(std::move(options)) {
+    GlobalInitOnce();
+  }
   ~CurlTransport() override {
     for (CURL* curl : idle_) curl_easy_cleanup(curl);
   }
@@ -257,7 +260,7 @@ class CurlTransport : public HttpTransport {
     ex.cancel = CurrentCancelToken();
     char error_buffer[CURL_ERROR_SIZE] = {0};
     curl_slist* headers = BuildHeaders(request);
-    SetOptions(curl, request, timeout, &ex, error_buffer);
+    SetOptions(curl, request, timeout, options_, &ex, error_buffer);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     CURLcode rc = curl_easy_perform(curl);
     long status = 0;
@@ -297,12 +300,15 @@ class CurlTransport : public HttpTransport {
     }
   }
 
+  const TransportOptions options_;
   std::mutex mu_;
   std::vector<CURL*> idle_;
 };
 
 }  // namespace
 
-std::unique_ptr<HttpTransport> MakeCurlTransport() { return std::make_unique<CurlTransport>(); }
+std::unique_ptr<HttpTransport> MakeCurlTransport(TransportOptions options) {
+  return std::make_unique<CurlTransport>(std::move(options));
+}
 
 }  // namespace stampfs

@@ -296,7 +296,10 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
     if (attempt > 1 && breaker_ && breaker_->open()) break;
     // A fresh copy per attempt: signing adds headers and, for SAS, query text.
     HttpRequest copy = request;
-    if (sign) sign(copy);
+    if (sign) {
+      Status signed_ok = sign(copy);
+      if (!signed_ok.ok()) return signed_ok;
+    }
     g_requests.total.Add();
     kind_counter.Add();
     g_requests.bytes_up.Add(copy.body.size);

@@ -76,8 +76,14 @@ class HttpTransport {
                                     std::chrono::milliseconds timeout) = 0;
 };
 
+struct TransportOptions {
+  // A PEM bundle of the CAs to trust for https instead of the system's (a
+  // private CA); verification of peer and host name stays on either way.
+  std::string ca_file;
+};
+
 // libcurl transport with a thread-safe pool of easy handles (connection reuse).
-std::unique_ptr<HttpTransport> MakeCurlTransport();
+std::unique_ptr<HttpTransport> MakeCurlTransport(TransportOptions options = {});
 
 struct RetryPolicy {
   int max_attempts = 5;  // first try included
@@ -100,8 +106,10 @@ std::chrono::milliseconds BackoffDelay(const RetryPolicy& policy, int attempt, d
 // DataServiceVersion.
 const char* RequestKind(const HttpRequest& request);
 
-// Called before each attempt to (re)sign the request: adds x-ms-date and Authorization.
-using RequestSigner = std::function<void(HttpRequest&)>;
+// Called before each attempt to (re)sign the request: adds x-ms-date and
+// Authorization. A failure (no Entra ID token to be had) ends the request
+// unsent with that status.
+using RequestSigner = std::function<Status(HttpRequest&)>;
 
 // Which outcomes of an attempt are worth sending the request again for.
 enum class Resend {

@@ -59,6 +59,7 @@ struct Harness {
       ++signs;
       req.SetHeader("Authorization", "sig" + std::to_string(signs));
       req.url += "&sas=1";
+      return Status::Ok();
     });
   }
 
