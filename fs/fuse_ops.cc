@@ -224,6 +224,20 @@ void OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   fuse_reply_err(req, 0);
 }
 
+// commit=async: a rename moves committed rows and blobs, so what is queued
+// under the source is committed first: a directory's whole queue, or the
+// file's own changes (a file not committed yet is renamed in memory).
+void BeforeRename(FsContext& c, uint64_t parent, const char* name) {
+  if (!c.data->async()) return;
+  auto src = c.ns->Peek(parent, name);
+  if (!src.ok()) return;  // the rename reports it
+  if (src->IsDir()) {
+    c.data->SyncAll().PermitUnchecked();
+  } else if (src->IsRegular() && !c.ns->IsPending(src->ino) && c.data->Pending(src->ino)) {
+    c.data->Sync(src->ino).PermitUnchecked();
+  }
+}
+
 void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
               const char* newname, unsigned int flags) {
   FsContext& c = Ctx(req);
@@ -233,6 +247,7 @@ void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
   unsigned f = 0;
   if (flags & RENAME_NOREPLACE) f |= Namespace::kNoReplace;
   if (flags & RENAME_EXCHANGE) f |= Namespace::kExchange;
+  BeforeRename(c, parent, name);
   uint64_t moved = 0;
   auto orphans = c.ns->Rename(parent, name, newparent, newname, f, &moved);
   if (!orphans.ok()) return ReplyError(req, orphans.status(), "rename");

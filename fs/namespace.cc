@@ -247,7 +247,13 @@ Result<Attr> Namespace::WithDirectoryAttrs(const std::string& path, Attr attr) {
   // is renaming away; its entry is all there is.
   if (s.status().Is(Code::kNotFound)) return attr;
   STAMPFS_RETURN_IF_ERROR(s);
-  return s->ApplyTo(attr);
+  DirSummary summary = *s;
+  // This mount's files created here and not committed yet (commit=async)
+  // count as created: their commit stamps "touched" with the same time.
+  for (const Entity& e : PendingIn(PartitionKeyForDirectory(path))) {
+    summary.touched = std::max(summary.touched, e.GetInt64("ctime"));
+  }
+  return summary.ApplyTo(attr);
 }
 
 // Listing protocol: the "." ETag recorded with a listing is read no later
@@ -478,6 +484,26 @@ Result<BatchResult> Namespace::CommitInDirectory(const std::string& dir_path,
   return CommitInDirectoryLocked(dir_path, std::move(ops), error, names_change);
 }
 
+namespace {
+
+// The time a change of names stamps on the directory: now, or for inserts
+// alone the newest of their entries' ctimes (a file created on this mount
+// before its first commit inserted it shows the directory changed at its
+// creation, and the commit does not move that time again: tar).
+int64_t TouchedBy(const std::vector<TableOperation>& ops, int64_t now) {
+  int64_t newest = 0;
+  for (const TableOperation& op : ops) {
+    if (op.kind == TableOperation::Kind::kDelete) return now;
+    if (op.kind != TableOperation::Kind::kInsert) continue;
+    const int64_t ctime = op.entity.GetInt64("ctime");
+    if (ctime <= 0 || ctime > now) return now;
+    newest = std::max(newest, ctime);
+  }
+  return newest > 0 ? newest : now;
+}
+
+}  // namespace
+
 // REQUIRES: the directory's stripe is held.
 Result<BatchResult> Namespace::CommitInDirectoryLocked(const std::string& dir_path,
                                                        std::vector<TableOperation> ops,
@@ -496,7 +522,14 @@ Result<BatchResult> Namespace::CommitInDirectoryLocked(const std::string& dir_pa
   // names moves the directory's mtime (a child's chmod or data does not).
   const int64_t now = NowNs();
   Entity dot{pk, kDotRowKey, {{"changed", now}}, {}};
-  if (*names_change) dot.properties["touched"] = now;
+  if (*names_change) {
+    int64_t touched = TouchedBy(ops, now);
+    // Never back in time from what this mount last saw.
+    if (auto cached = cache_ ? cache_->GetEntry(pk, kDotRowKey) : std::nullopt) {
+      touched = std::max(touched, cached->entity.GetInt64("touched"));
+    }
+    dot.properties["touched"] = touched;
+  }
   ops.push_back(TableOperation::Merge(dot, Condition::IfMatch(exact ? gen->dot_etag : "*")));
   const int dot_index = static_cast<int>(ops.size()) - 1;
   BatchError local;
@@ -597,6 +630,14 @@ Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
   STAMPFS_RETURN_IF_ERROR(attr);
   inodes_.Remember(attr->ino, parent, name, attr->IsDir());
   return WithDirectoryAttrs(loc->path, *attr);
+}
+
+Result<Attr> Namespace::Peek(uint64_t parent, const std::string& name) {
+  auto loc = Locate(parent, name);
+  STAMPFS_RETURN_IF_ERROR(loc);
+  auto e = FetchEntry(loc->parent_path, name, false);
+  STAMPFS_RETURN_IF_ERROR(e);
+  return AttrFromEntity(*e);
 }
 
 void Namespace::Remember(uint64_t parent, const DirEntry& entry) {

@@ -127,6 +127,8 @@ class Namespace {
   Result<std::vector<IntentOutcome>> RollForwardIntents(bool all);
 
   Result<Attr> Lookup(uint64_t parent, const std::string& name);
+  // Lookup without counting a kernel reference (the adapter's own checks).
+  Result<Attr> Peek(uint64_t parent, const std::string& name);
   void Forget(uint64_t ino, uint64_t nlookup);
   // Counts a lookup for an entry handed to the kernel by readdirplus.
   void Remember(uint64_t parent, const DirEntry& entry);

@@ -344,7 +344,10 @@ Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns
     STAMPFS_RETURN_IF_ERROR(attr);
     attr->size = size;
     attr->mtime_ns = mtime_ns;
-    attr->ctime_ns = NowNs();
+    // The data changed when it was written (mtime), not when it reached
+    // the container (commit=async commits later): a directory's time, taken
+    // from its new entries' ctimes, does not move at the commit.
+    attr->ctime_ns = std::max(attr->ctime_ns, std::min(mtime_ns, NowNs()));
     AttrToEntity(*attr, entity);
     entity->properties["betag"] = blob_etag;
     if (block_size > 0) entity->properties["bsize"] = static_cast<int64_t>(block_size);

@@ -11,6 +11,9 @@
 #   bash tests/e2e/coherence.sh BUILD_DIR
 #   COHERENCE_TRIALS=N (default 200): racing-writer trials
 source "$(dirname "$0")/lib.bash" "$@"
+# Close-to-open coherence across mounts is the contract of commit=close:
+# a close commits, and reports a conflict (commit=async: tests/e2e/async_commit.sh).
+E2E_MOUNT_OPTS="commit=close${E2E_MOUNT_OPTS:+,$E2E_MOUNT_OPTS}"
 
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
@@ -157,7 +160,7 @@ e2e_unmount "$M3"
 # ---------------------------------------------------------------------------
 section "-o discover: blobs written by other tools appear without an import"
 POPULATE=$E2E_BUILD_DIR/tests/stampfs_populate
-E2E_MOUNT_OPTS="discover=1" mount_other "$M3"
+E2E_MOUNT_OPTS="commit=close,discover=1" mount_other "$M3"
 check "a blob put by another tool appears in the listing and reads whole" \
   eval "'$POPULATE' put '$E2E_CONTAINER' foreign/new.txt 'from another tool' >/dev/null &&
         within 20 \"[[ \\\$(cat '$M3/foreign/new.txt') == 'from another tool' ]]\""

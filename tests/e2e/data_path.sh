@@ -32,6 +32,7 @@ same_sum() {
 
 # The blob as the storage client reads it (no mount) equals the local file.
 blob_is() {
+  e2e_sync
   "$E2E_INSPECT" cat "$E2E_CONTAINER" "$1" | cmp - "$2"
 }
 
@@ -261,17 +262,19 @@ one = os.open(sys.argv[1], os.O_RDWR | os.O_TRUNC)
 two = os.open(sys.argv[2], os.O_RDWR | os.O_TRUNC)
 os.write(one, b"written through mount one\n")
 os.write(two, b"written through mount two\n")
-os.close(two)  # commits first
+os.fsync(two)  # commits first (with commit=async only fsync reports a conflict)
 try:
-    os.close(one)
-    sys.exit("closing the second writer succeeded; expected EIO")
+    os.fsync(one)
+    sys.exit("syncing the second writer succeeded; expected EIO")
 except OSError as e:
     if e.errno != errno.EIO:
         raise
+os.close(two)
+os.close(one)
 print("EIO")
 EOF
 }
-check_eq "the later close reports EIO" EIO two_writers
+check_eq "the later fsync reports EIO" EIO two_writers
 check_eq "the committed version is the first committer's" "written through mount two" cat "$M2/shared.txt"
 check_eq "the blob holds it" "written through mount two" "$E2E_INSPECT" cat "$E2E_CONTAINER" shared.txt
 conflict_copy() { ls "$M" | grep -E '^shared\.txt\.conflict-.+-[0-9]{8}T[0-9]{6}Z$'; }

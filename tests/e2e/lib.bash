@@ -16,6 +16,7 @@
 #   e2e_remount fresh|keep [MNT]   unmount, then mount with a new empty
 #                               cache dir (fresh) or the same one (keep)
 #   e2e_new_cache               switch to a new empty cache dir for the next mount
+#   e2e_sync [MNT]              commit what the mount queued (commit=async)
 #   check DESC CMD...           CMD must succeed
 #   check_fails DESC REGEX CMD...   CMD must fail and its output match REGEX (grep -E)
 #   check_eq DESC EXPECTED CMD...   CMD must succeed and print exactly EXPECTED
@@ -255,6 +256,10 @@ run() {
 _e2e_is_mounted() {
   awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo
 }
+
+# e2e_sync [MNT]: every change of the mount committed to the container
+# (`sync DIR` fsyncs the directory: stampfs commits what commit=async queued).
+e2e_sync() { sync "${1:-$M}"; }
 
 e2e_new_cache() {
   E2E_CACHE_COUNT=$((E2E_CACHE_COUNT + 1))

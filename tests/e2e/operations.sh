@@ -205,6 +205,7 @@ before_put=$(stat_value "$M" requests.blob.put)
 before_up=$(stat_value "$M" bytes.up)
 before_writes=$(stat_value "$M" ops.write)
 check "write 5 files of 100 KiB" eval "for i in 1 2 3 4 5; do head -c 102400 /dev/urandom >'$M'/f\$i.bin; done"
+e2e_sync
 after_total=$(stat_value "$M" requests.total)
 after_put=$(stat_value "$M" requests.blob.put)
 after_up=$(stat_value "$M" bytes.up)
@@ -237,7 +238,7 @@ check "... with status 0" test "$?" = 0
 unset "E2E_PID[$M]"
 kill "$HOLDER" 2>/dev/null
 wait "$HOLDER" 2>/dev/null
-check "its log says the open file was committed at shutdown" grep -q "shutdown: committed /dirty.txt" "${E2E_LOG[$M]}"
+check "its log says the open file was committed at shutdown" grep -q "committed /dirty.txt" "${E2E_LOG[$M]}"
 check "nothing is left mounted" eval "! findmnt -rn --mountpoint '$M'"
 mount_step "remount with a new, empty cache dir" "$M" --config "$CONF" -o "cache_dir=$E2E_TMP/cache.after-term"
 check_eq "the data written before SIGTERM is there" "written before SIGTERM" cat "$M/dirty.txt"

@@ -98,6 +98,7 @@ echo inner >"$M/d1/dir #%/inner"
 ln -s d2/file.txt "$M/d1/link"
 : >"$M/d1/empty"
 setfattr -n user.k -v v "$M/d1/big.bin"
+e2e_sync
 mkdir "$M/d1/gone-dir"
 
 check_eq "partition %2F holds \".\" and d1" ". d1" eval 'echo $(row_keys %2F)'
@@ -183,7 +184,7 @@ check_eq "the blob's mtime metadata is the file's mtime (RFC 3339)" "$(rfc3339_o
 # ---------------------------------------------------------------------------
 section "the \".\" row changes with every entry change"
 touched_before=$(prop %2Fd1%2Fd2 . touched)
-check "create in d2" eval 'echo new >"$M/d1/d2/new.txt"'
+check "create in d2" eval 'echo new >"$M/d1/d2/new.txt" && e2e_sync'
 check "d2's \".\" row was merged by the create" eval '[[ $(prop %2Fd1%2Fd2 . touched) != "$touched_before" ]]'
 
 # ---------------------------------------------------------------------------
@@ -209,7 +210,7 @@ check "the unlinked file's blob is gone" eval '! blob_field "d1/100%" 2 >/dev/nu
 check "rmdir d1/gone-dir" rmdir "$M/d1/gone-dir"
 check "the removed directory's entry is gone" no_entity %2Fd1 gone-dir
 check_eq "the removed directory's \".\" row is gone" "" entities %2Fd1%2Fgone-dir
-check "overwrite moved.txt" eval 'printf "rewritten\n" >"$M/d1/moved.txt"'
+check "overwrite moved.txt" eval 'printf "rewritten\n" >"$M/d1/moved.txt" && e2e_sync'
 check_eq "the overwritten blob holds the new content" rewritten inspect cat "$C" d1/moved.txt
 check_eq "the entity's size follows the overwrite" 10 prop %2Fd1 moved.txt size
 check_eq "the entity's blob ETag follows the overwrite" "$(blob_field d1/moved.txt 3)" prop %2Fd1 moved.txt betag

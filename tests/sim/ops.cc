@@ -326,6 +326,17 @@ std::string Executor::ChangeNames(Op& op, SimMount& m, const Snapshot& before, b
             Status(Code::kNotPermitted, "skipped: symlink over a file across dirs (defect 4)");
         return "skip";
       }
+      // As fs/fuse_ops.cc's BeforeRename: commit=async commits what is
+      // queued under the source first.
+      if (m.data->async()) {
+        auto src_attr = m.ns->Peek(parent->ino, name);
+        if (src_attr.ok() && src_attr->IsDir()) {
+          m.data->SyncAll().PermitUnchecked();
+        } else if (src_attr.ok() && src_attr->IsRegular() && !m.ns->IsPending(src_attr->ino) &&
+                   m.data->Pending(src_attr->ino)) {
+          m.data->Sync(src_attr->ino).PermitUnchecked();
+        }
+      }
       uint64_t moved = 0;
       auto orphans = m.ns->Rename(parent->ino, name, to_parent->ino, BaseName(op.path2),
                                   op.noreplace ? unsigned{Namespace::kNoReplace} : 0u, &moved);

@@ -1015,9 +1015,13 @@ TEST_F(DeferredCreateTest, RenameAndNameClashesSeeThePendingEntry) {
   EXPECT_TRUE(a.ns->Mkdir(kRootIno, "p", 0755, 0, 0).status().Is(Code::kAlreadyExists));
   Write(a, ino, "moved", 0);
   ASSERT_TRUE(a.ns->Rename(kRootIno, "p", kRootIno, "q", 0).ok());
-  EXPECT_TRUE(InTable("/", "q")) << "inserted before the rename";
+  EXPECT_FALSE(InTable("/", "q")) << "a pending file is renamed in memory";
   EXPECT_FALSE(InTable("/", "p"));
+  EXPECT_EQ(a.ns->Lookup(kRootIno, "q")->ino, ino);
+  EXPECT_TRUE(a.ns->Lookup(kRootIno, "p").status().Is(Code::kNotFound));
   ASSERT_TRUE(a.data->Release(ino).ok());
+  EXPECT_TRUE(InTable("/", "q")) << "its first commit inserts it under the new name";
+  EXPECT_FALSE(InTable("/", "p"));
   EXPECT_EQ(Blob("q"), "moved");
 }
 
