@@ -8,10 +8,12 @@
 #   loop     for f in ...; do cat src > DIR/$f; done      $NSMALL files of 4 KiB
 #   cp       for f in ...; do cp src DIR/$f; done         the same with cp
 #   untar4k  tar -xf of those $NSMALL files (one directory)
-#   rsync    rsync -a of the source-like tree ($TREE_N files, mostly small)
+#   rsync    rsync -a of a source-like tree of about $NSMALL files (mostly small;
+#            50 a directory)
 #   catcold  cat DIR/* > /dev/null of $NSMALL 4 KiB files, fresh mount, empty cache
 #   lsR      ls -lR of that directory, fresh mount, empty cache
-# Writes start each system on a fresh Azurite and are timed until every file is
+# Writes start each system on a fresh Azurite (--quick: each repetition) and
+# are timed until every file is
 # in the container: its blob listed with its size and, for stampfs, its table
 # entry naming that blob's ETag (stampfs_bench wait-tree ... committed, polled
 # every 100 ms on a direct connection). `returned` is when the command itself
@@ -38,7 +40,7 @@ start_proxy() {
   "$PROXY" "$1" "127.0.0.1:$2" "$3" >"$log" 2>&1 </dev/null &
   PROXY_PIDS+=($!)
   for i in $(seq 100); do
-    grep -q "127.0.0.1:$1 ->" "$log" && return 0
+    grep -qs "127.0.0.1:$1 ->" "$log" && return 0
     kill -0 "${PROXY_PIDS[-1]}" 2>/dev/null || break
     sleep 0.05
   done
@@ -106,11 +108,11 @@ loop_files() {
 sf_do_loop() { loop_files cat "$1"; }
 sf_do_cp() { loop_files cp "$1"; }
 sf_do_untar4k() { tar -C "$1" -xf "$W/small.tar"; }
-sf_do_rsync() { rsync -a "$W/tree/" "$1/"; }
-sf_tree() { [[ $1 == rsync ]] && echo "$W/tree" || echo "$W/small"; }
+sf_do_rsync() { rsync -a "$W/rtree/" "$1/"; }
+sf_tree() { [[ $1 == rsync ]] && echo "$W/rtree" || echo "$W/small"; }
 
 # sf_durable SYSTEM WORKLOAD REP CONTAINER DIR: runs the workload into the
-# mounted DIR (its prefix in CONTAINER: WORKLOAD.REP/), then waits until it is
+# mounted DIR (its prefix in CONTAINER: WORKLOAD.REP.SYSTEM/), then waits until it is
 # all in the container; T is the whole time, TR the workload's own. A system
 # that fails the workload or never gets it all there (rclone loses files that
 # rsync renames while it uploads them) gets T=failed, and the run goes on.
@@ -125,7 +127,7 @@ sf_durable() {
     return
   fi
   TR=$(seconds_since "$t0")
-  if ! az "$TOOL" wait-tree "$c" "$w.$r/" "$(sf_tree "$w")" 900 $committed; then
+  if ! az "$TOOL" wait-tree "$c" "$w.$r.$sys/" "$(sf_tree "$w")" 900 $committed; then
     log "$sys: $w never all in the container: FAILED (logs: $W/stampfs.log, $W/rclone.log)"
     T=failed
     return
@@ -133,36 +135,42 @@ sf_durable() {
   T=$(seconds_since "$t0")
 }
 
-# A timed write, each system on a fresh Azurite.
+# sf_fresh FIRST: a fresh Azurite for the next system's write; --quick gives
+# one to each repetition (FIRST=1) and lets its systems share it (different
+# containers; a few hundred files do not slow Azurite down), which saves a
+# restart per system.
+sf_fresh() { if [[ $1 == 1 || $QUICK == 0 ]]; then fresh_azurite; fi; }
+
+# A timed write, each system on a fresh Azurite (but see sf_fresh).
 sf_write() {
   local w=$1 r sys q0 q1 n tree
   tree=$(sf_tree "$w")
   n=$(find "$tree" -type f | wc -l)
   for r in $(seq "$SF_REPS"); do
-    fresh_azurite
+    sf_fresh 1
     if [[ $w == rsync ]]; then
-      timed "$TOOL" put-tree $CRAW "$w.$r/" "$tree" 1
+      timed "$TOOL" put-tree $CRAW "$w.$r.raw1/" "$tree" 1
     else
-      timed "$TOOL" put-many $CRAW "$w.$r/" "$NSMALL" "$FILE_BYTES" 1
+      timed "$TOOL" put-many $CRAW "$w.$r.raw1/" "$NSMALL" "$FILE_BYTES" 1
     fi
     record "$w" raw1 "$r" "$n" files "$n"
 
     for sys in $SF_STAMPFS; do
-      fresh_azurite
+      sf_fresh 0
       stampfs_mount "$(new_cache)" "$([[ $sys == stampfs-* ]] && echo "commit=${sys#stampfs-}")"
-      mkdir "$SM/$w.$r"
+      mkdir "$SM/$w.$r.$sys"
       q0=$(requests)
-      sf_durable "$sys" "$w" "$r" $CS "$SM/$w.$r"
+      sf_durable "$sys" "$w" "$r" $CS "$SM/$w.$r.$sys"
       q1=$(requests)
       record "$w" "$sys" "$r" "$n" files "$(delta "$q0" "$q1")" "$(peak_rss)"
       stampfs_unmount
       retire "$SCACHE"
     done
 
-    fresh_azurite
+    sf_fresh 0
     rclone_mount "$(new_cache)"
-    mkdir "$RM/$w.$r"
-    sf_durable rclone "$w" "$r" $CRC "$RM/$w.$r"
+    mkdir "$RM/$w.$r.rclone"
+    sf_durable rclone "$w" "$r" $CRC "$RM/$w.$r.rclone"
     record "$w" rclone "$r" "$n" files n/a
     rclone_unmount
     retire "$RCACHE"
@@ -225,6 +233,8 @@ for i in range(n):
         f.write(rng.randbytes(size))
 EOF
   (cd "$W/small" && find . -type f -printf '%P\n' | sort | tar -cf "$W/small.tar" -T -)
+  local dirs=$(((NSMALL + 49) / 50))
+  make_tree "$W/rtree" "$dirs" $(((NSMALL + dirs - 1) / dirs))
   SMALL_SRC=$W/small/f00000
   fresh_azurite
   probe_commit_modes

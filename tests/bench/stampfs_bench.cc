@@ -12,7 +12,7 @@
 //   get-many CONTAINER PREFIX COUNT THREADS         Get Blob of each (put-many's names)
 //   wait CONTAINER PREFIX COUNT BYTES TIMEOUT [committed]
 //       polls List Blobs (every 200 ms) until COUNT blobs under PREFIX hold BYTES
-//       in all (exit 1 at TIMEOUT seconds, or after 60 s without progress); with
+//       in all (exit 1 at TIMEOUT seconds, or after 30 s without progress); with
 //       `committed`, also until each of
 //       them has its stampfs table entry naming that blob's ETag (the mount's
 //       commit of the file is done, not only its upload)
@@ -238,7 +238,7 @@ struct Expected {
 };
 
 // Polls until the blobs under prefix meet `want` (and, with `committed`, the
-// mount's entries name them); 0 when met, 1 at the deadline or after a minute
+// mount's entries name them); 0 when met, 1 at the deadline or after 30 s
 // without progress (a mount that lost files: rclone under rsync's renames).
 int PollUntil(const StorageAccount& account, const std::string& container,
               const std::string& prefix, const Expected& want, int timeout_s, bool committed,
@@ -251,7 +251,7 @@ int PollUntil(const StorageAccount& account, const std::string& container,
   size_t progress = 0;
   auto progressed = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() < deadline &&
-         std::chrono::steady_clock::now() - progressed < std::chrono::seconds(60)) {
+         std::chrono::steady_clock::now() - progressed < std::chrono::seconds(30)) {
     auto listing = List(account, container, prefix);
     if (listing.ok()) {
       std::vector<const BlobItem*> matched;
