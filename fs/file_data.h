@@ -112,8 +112,9 @@ class FileData {
   Status Fallocate(uint64_t ino, int mode, uint64_t offset, uint64_t length);
   // Size and mtime of a file open on this mount (they win over the entry's).
   bool OverrideAttr(uint64_t ino, Attr* attr);
-  // utimens on an open file: the time the next commit writes.
-  void SetMtime(uint64_t ino, int64_t mtime_ns);
+  // chmod, chown, utimens: the entry; a file not open here also gets them in
+  // its blob's metadata (fs/file_times.cc).
+  Result<Attr> SetAttr(uint64_t ino, const SetAttrRequest& request);
   // The file's name is gone: its blob, at the version `etag` the entry named
   // (or this mount's last commit of it), is deleted now or after the last
   // close; a blob of a new file of that name is never touched.
@@ -260,6 +261,8 @@ class FileData {
   Status MaterializeAll(OpenFile& f, Lock& lock, bool lossy, uint64_t* lost);
   Result<BlockPlan> PlanBlocks(OpenFile& f, bool same_blob, uint64_t tag);
   std::vector<std::string> ReusableIds(const OpenFile& f, const BlockList& list) const;
+  // file_digest.cc: base64 MD5 of the content from the cache file ("" unless all local).
+  std::string LocalContentMd5(const OpenFile& f);
   // `recorded`: the entry already names this version (CommittedNew).
   Status Committed(OpenFile& f, const std::string& etag, const Attr* recorded = nullptr);
   Status CommittedNew(const FilePtr& fp, Lock& lock, const std::string& etag);

@@ -113,6 +113,8 @@ bool ApplyFlag(const std::string& key, bool on, MountOptions* o) {
     o->allow_other = on;
   } else if (key == "allow_http") {
     o->allow_http = on;
+  } else if (key == "dir_markers") {
+    o->dir_markers = on;
   } else if (key == "debug") {
     if (on) o->log_level = "debug";
   } else if (KernelOptions().count(key)) {
@@ -325,6 +327,8 @@ Secrets are never accepted on the command line.
   -o table_endpoint=URL       default https://ACCOUNT.table.SUFFIX
   -o endpoint_suffix=SUFFIX   default core.windows.net
   -o allow_http               allow plain http to a host that is not loopback
+  -o dir_markers              mkdir also writes a zero-length hdi_isfolder=true marker
+                              blob, so other tools see empty directories (default off)
   -o ro                       read-only mount
   -o allow_other              let other users access the mount
   -o attr_timeout=SECONDS     trust cached metadata this long (default 2)

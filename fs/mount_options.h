@@ -42,6 +42,7 @@ struct MountOptions {
   std::string table_endpoint;        // default https://ACCOUNT.table.SUFFIX
   std::string endpoint_suffix;       // default core.windows.net
   bool allow_http = false;           // plain http to a host that is not loopback
+  bool dir_markers = false;          // mkdir also writes blobfuse's hdi_isfolder marker blob
   // Secrets written in the config file itself (which must then be mode 0600).
   std::string inline_connection_string;
   std::string inline_account_key;

@@ -20,6 +20,7 @@
 #include <map>
 #include <optional>
 
+#include "fs/dir_marker.h"
 #include "fs/fault_points.h"
 #include "fs/import_plan.h"
 #include "fs/log.h"
@@ -395,6 +396,10 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
     STAMPFS_RETURN_IF_ERROR(drop_intent());
     return Status(Code::kNotFound, intent.from + " was removed or renamed by another mount");
   }
+  // Before the intent goes, so a crash is finished by the roll-forward.
+  if (intent.is_dir && options_.dir_markers) {
+    STAMPFS_RETURN_IF_ERROR(MoveDirMarker(blobs_, options_.container, intent.from, intent.to));
+  }
   if (intent.is_dir && cache_) {
     cache_->DropPartition(PartitionKeyForDirectory(intent.from)).PermitUnchecked();
     cache_->DropPartition(PartitionKeyForDirectory(intent.to)).PermitUnchecked();
@@ -495,6 +500,11 @@ Status Namespace::MoveChildren(const std::string& from, const std::string& to, u
     if (!name.ok() || !attr.ok()) continue;
     if (attr->IsDir()) {
       STAMPFS_RETURN_IF_ERROR(MoveChildren(JoinPath(from, *name), JoinPath(to, *name), attr->ino));
+      // While its old row exists, so a re-run after a crash moves it too.
+      if (options_.dir_markers) {
+        STAMPFS_RETURN_IF_ERROR(
+            MoveDirMarker(blobs_, options_.container, JoinPath(from, *name), JoinPath(to, *name)));
+      }
     }
     auto copy = copies.find(e.row_key);
     std::string old_etag = StringOr(e, "betag");
