@@ -192,6 +192,9 @@ class FileData {
     std::string delete_on_close;
     uint64_t conflicts = 0;  // conflict copies saved while loaded: OpenResult::handle
     bool name_lost = false;  // a conflict gave its name to another file: writes fail
+    // chmod/chown/utimens while loaded, on this version: a last close with
+    // nothing to commit writes them to the blob's metadata (SyncAttrsAtClose).
+    std::string attrs_changed_on;
     Condition delete_condition;  // of that delete: the version unlinked
     // Its name is gone but it had no blob (a new file unlinked before its
     // first commit): nothing to commit or journal, nothing to delete.
@@ -222,6 +225,7 @@ class FileData {
   Status Bind(OpenFile& f, const FileState& state);
   void Unload(OpenFile& f);
   Status Journal(OpenFile& f);
+  void SyncAttrsAtClose(OpenFile& f);  // file_times.cc
   int64_t Now() const { return options_.now_ns(); }
   // file_io.cc: reads, writes, truncation under the file's lock.
   Result<size_t> ReadLocked(const FilePtr& fp, Lock& lock, char* buf, size_t size, uint64_t off);

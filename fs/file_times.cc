@@ -18,6 +18,7 @@ Result<Attr> FileData::SetAttr(uint64_t ino, const SetAttrRequest& req) {
     if (req.mode) f->attr.mode = (f->attr.mode & S_IFMT) | (*req.mode & 07777);
     if (req.uid) f->attr.uid = *req.uid;
     if (req.gid) f->attr.gid = *req.gid;
+    if (req.mode || req.uid || req.gid || req.mtime_ns) f->attrs_changed_on = f->base_etag;
     lock.unlock();
     Leave(f);
     return ns_.SetAttr(ino, req);
@@ -38,6 +39,25 @@ Result<Attr> FileData::SetAttr(uint64_t ino, const SetAttrRequest& req) {
   Leave(f);
   EraseIfUnused(ino, f);
   return attr;
+}
+
+// A change made while the file was open (the kernel sends a close's
+// release after close(2) returned, so `cp f x; touch -d ... x` often lands
+// here) that no commit wrote since: the blob's metadata gets it now.
+// REQUIRES: f.mu held; the last release, with nothing to commit.
+void FileData::SyncAttrsAtClose(OpenFile& f) {
+  const bool pending = !f.attrs_changed_on.empty() && f.attrs_changed_on == f.base_etag;
+  f.attrs_changed_on.clear();
+  if (!pending || f.NameRemoved()) return;
+  SetAttrRequest req;
+  req.mode = f.attr.mode & 07777;
+  req.uid = f.attr.uid;
+  req.gid = f.attr.gid;
+  req.mtime_ns = f.mtime_ns;
+  BlobVersionChange change;
+  auto attr = ns_.SetAttrWithBlob(f.ino, req, &change);
+  if (!attr.ok() || change.new_etag.empty() || change.blob != f.blob) return;
+  if (cache_.Rekey(f.cache_id, f.blob, change.new_etag).ok()) f.base_etag = change.new_etag;
 }
 
 }  // namespace stampfs

@@ -148,6 +148,28 @@ TEST_F(BlobAttrsTest, AChangeToAnOpenFileWaitsForItsCommit) {
   EXPECT_EQ(Blob("f"), "Small");
 }
 
+// The kernel sends a release after close(2) returned: `cp a b; touch -d T b`
+// often changes b while it is still open here, with nothing left to commit.
+TEST_F(BlobAttrsTest, AChangeWhileOpenWithNothingToCommitReachesTheBlobAtTheLastClose) {
+  Mount m = NewMount("a");
+  const std::string data = Pattern(3 * kBlock, 26);
+  uint64_t ino = Committed(m, "f", data);
+  ASSERT_EQ(OpenExisting(m, "f", false), ino);
+  SetAttrRequest r = Times(kWhen);
+  r.mode = 0640;
+  ASSERT_TRUE(m.data->SetAttr(ino, r).ok());
+  EXPECT_EQ(plan_->calls("SetMetadata"), 0) << "not while open";
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(Meta("f")["mtime"], FormatBlobMtime(kWhen));
+  EXPECT_EQ(Meta("f")["mode"], std::to_string(S_IFREG | 0640));
+  EXPECT_EQ(m.ns->GetFile(ino, true)->blob_etag, Etag("f"));
+  const int reads = plan_->calls("Read") + plan_->calls("ReadStream");
+  uint64_t again = OpenExisting(m, "f", false);
+  EXPECT_EQ(ReadAll(m, again, data.size()), data);
+  EXPECT_EQ(plan_->calls("Read") + plan_->calls("ReadStream"), reads) << "the cache follows";
+  ASSERT_TRUE(m.data->Release(again).ok());
+}
+
 TEST_F(BlobAttrsTest, ABlobAnotherWriterChangedIsLeftToItsOwnCommit) {
   Mount m = NewMount("a");
   uint64_t ino = Committed(m, "f", "small");
