@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -286,6 +287,11 @@ class Namespace {
   std::mutex stripes_[kStripes];
   std::mutex& StripeFor(const std::string& dir_path);
   std::mutex rename_mu_;  // serializes renames (they lock two stripes)
+  // Held exclusively by renames (after rename_mu_), shared by
+  // SetAttrWithBlob: a blob's metadata never changes under this mount's
+  // rename claiming its entry and copying it (a 412 there reads as another
+  // mount's rename: ENOENT). Before pending_mu_ and the stripes.
+  std::shared_mutex blob_attrs_mu_;
   // This mount's renames whose steps failed after the intent was written
   // (the backend was away): finished before the next rename. GUARDED_BY(rename_mu_)
   std::vector<RenameIntent> pending_renames_;

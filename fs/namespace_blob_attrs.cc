@@ -65,6 +65,7 @@ Result<Attr> Namespace::SetAttrWithBlob(uint64_t ino, const SetAttrRequest& req,
                                         BlobVersionChange* change) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   if (!ChangesBlobMetadata(req) || IsPending(ino)) return SetAttr(ino, req);
+  std::shared_lock<std::shared_mutex> not_renaming(blob_attrs_mu_);
   auto kind = GetAttr(ino);  // cached: directories and symlinks have no blob
   if (!kind.ok() || !kind->IsRegular()) return SetAttr(ino, req);
   auto st = GetFile(ino, true);

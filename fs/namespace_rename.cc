@@ -174,6 +174,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   STAMPFS_RETURN_IF_ERROR(CheckCanDelete("rename"));
   if (flags & kExchange) return Status(Code::kInvalidArgument, "RENAME_EXCHANGE is not supported");
   std::lock_guard<std::mutex> lock(rename_mu_);
+  std::unique_lock<std::shared_mutex> no_blob_attrs(blob_attrs_mu_);
   // A rename moves table rows: files created here and not yet committed get
   // theirs first (no deferred create starts while rename_mu_ is held).
   STAMPFS_RETURN_IF_ERROR(MaterializePending());
