@@ -227,6 +227,7 @@ Status FileData::Release(uint64_t ino) {
   if (f->dirty) {
     LogWarning(f->path + ": closed with changes that conflict; they stay in the cache journal");
   } else {
+    SyncAttrsAtClose(*f);
     recent_.Put(ino, {f->base_etag, f->size, f->mtime_ns, f->merged_ctime});
   }
   std::string orphan = f->delete_on_close;
