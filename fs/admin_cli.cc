@@ -24,7 +24,8 @@ struct AdminArgs {
   std::string container;
   std::string table;
   std::string connection_string_file;
-  bool flag = false;  // --refresh (import) / --repair (fsck)
+  bool flag = false;         // --refresh (import) / --repair (fsck)
+  bool dir_markers = false;  // fsck --dir-markers
 };
 
 Result<AdminArgs> ParseAdminArgs(const std::vector<std::string>& args, const std::string& flag) {
@@ -34,6 +35,8 @@ Result<AdminArgs> ParseAdminArgs(const std::vector<std::string>& args, const std
     const std::string& s = args[i];
     if (s == flag) {
       a.flag = true;
+    } else if (s == "--dir-markers" && flag == "--repair") {
+      a.dir_markers = true;
     } else if (s == "--table" || s == "--connection-string-file") {
       if (i + 1 >= args.size()) return Status(Code::kInvalidArgument, s + " needs a value");
       (s == "--table" ? a.table : a.connection_string_file) = args[++i];
@@ -156,7 +159,7 @@ ClientOptions CommandClientOptions() {
 std::string AdminUsage() {
   return "usage: stampfs import CONTAINER [--refresh] [--table NAME] "
          "[--connection-string-file FILE]\n"
-         "       stampfs fsck CONTAINER [--repair] [--table NAME] "
+         "       stampfs fsck CONTAINER [--repair] [--dir-markers] [--table NAME] "
          "[--connection-string-file FILE]\n";
 }
 
@@ -201,6 +204,7 @@ int FsckCommand(const std::vector<std::string>& args) {
   o.table = a->table;
   o.repair = a->flag;
   o.uid = getuid();
+  o.dir_markers = a->dir_markers;
   o.gid = getgid();
   auto r = Fsck(*c->table, *c->blobs, o).Run();
   if (!r.ok()) {

@@ -228,7 +228,7 @@ Result<std::string> FileData::WriteBlob(const FilePtr& fp, Lock& lock, const std
   STAMPFS_RETURN_IF_ERROR(plan);
   STAMPFS_RETURN_IF_ERROR(RunUploads(fp, lock, blob, tag, plan->uploads, same_blob, lost));
   blob_requests_++;
-  return blobs_.PutBlockList(options_.container, blob, plan->refs, meta, cond);
+  return blobs_.PutBlockList(options_.container, blob, plan->refs, meta, cond, LocalContentMd5(f));
 }
 
 // Every block of a small file local (fetched from the base version when not

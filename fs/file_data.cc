@@ -275,7 +275,10 @@ Status FileData::Release(uint64_t ino) {
 void FileData::Closed(const FilePtr& fp, Lock& lock) {
   OpenFile& f = *fp;
   if (!f.loaded) return;
-  if (!f.dirty) recent_.Put(f.ino, {f.base_etag, f.size, f.mtime_ns, f.merged_ctime});
+  if (!f.dirty) {
+    SyncAttrsAtClose(f);
+    recent_.Put(f.ino, {f.base_etag, f.size, f.mtime_ns, f.merged_ctime});
+  }
   std::string orphan = f.delete_on_close;
   const Condition orphan_condition = f.delete_condition;
   Unload(f);

@@ -140,8 +140,9 @@ class FileData {
   // The file's name changed: a journal row of its changes follows (a replay
   // after a crash commits them under the new name).
   void Renamed(uint64_t ino);
-  // utimens on an open file: the time the next commit writes.
-  void SetMtime(uint64_t ino, int64_t mtime_ns);
+  // chmod, chown, utimens: the entry; a file not open here also gets them in
+  // its blob's metadata (fs/file_times.cc).
+  Result<Attr> SetAttr(uint64_t ino, const SetAttrRequest& request);
   // The file's name is gone: its blob, at the version `etag` the entry named
   // (or this mount's last commit of it), is deleted now or after the last
   // close; a blob of a new file of that name is never touched.
@@ -227,6 +228,9 @@ class FileData {
     std::string delete_on_close;
     uint64_t conflicts = 0;  // conflict copies saved while loaded: OpenResult::handle
     bool name_lost = false;  // a conflict gave its name to another file: writes fail
+    // chmod/chown/utimens while loaded, on this version: a last close with
+    // nothing to commit writes them to the blob's metadata (SyncAttrsAtClose).
+    std::string attrs_changed_on;
     Condition delete_condition;  // of that delete: the version unlinked
     // Its name is gone but it had no blob (a new file unlinked before its
     // first commit): nothing to commit or journal, nothing to delete.
@@ -257,6 +261,7 @@ class FileData {
   Status Bind(OpenFile& f, const FileState& state);
   void Unload(OpenFile& f);
   Status Journal(OpenFile& f, bool durable = false);
+  void SyncAttrsAtClose(OpenFile& f);  // file_times.cc
   int64_t Now() const { return options_.now_ns(); }
   // file_io.cc: reads, writes, truncation under the file's lock.
   Result<size_t> ReadLocked(const FilePtr& fp, Lock& lock, char* buf, size_t size, uint64_t off);
@@ -304,6 +309,8 @@ class FileData {
   Status MaterializeAll(OpenFile& f, Lock& lock, bool lossy, uint64_t* lost);
   Result<BlockPlan> PlanBlocks(OpenFile& f, bool same_blob, uint64_t tag);
   std::vector<std::string> ReusableIds(const OpenFile& f, const BlockList& list) const;
+  // file_digest.cc: base64 MD5 of the content from the cache file ("" unless all local).
+  std::string LocalContentMd5(const OpenFile& f);
   // `recorded`: the entry already names this version (CommittedNew).
   Status Committed(OpenFile& f, const std::string& etag, const Attr* recorded = nullptr);
   Status CommittedNew(const FilePtr& fp, Lock& lock, const std::string& etag);

@@ -42,6 +42,7 @@ const char* FsckKindName(FsckKind kind) {
     case FsckKind::kDuplicateIno: return "duplicate-ino";
     case FsckKind::kUnknownRow: return "unknown-row";
     case FsckKind::kIntent: return "intent";
+    case FsckKind::kMissingMarker: return "missing-marker";
   }
   return "?";
 }
@@ -75,6 +76,7 @@ Result<FsckReport> Fsck::Run() {
   CheckOrphanPartitions();
   CheckFiles();
   CheckDuplicateInos();
+  if (options_.dir_markers) CheckDirectoryMarkers();
   CheckUnreferencedBlobs();
   return report_;
 }
@@ -210,6 +212,7 @@ bool Fsck::CheckIntents() {
   }
   NamespaceOptions no;
   no.container = options_.container;
+  no.dir_markers = options_.dir_markers;
   no.table = options_.table;
   Namespace ns(table_, blobs_, nullptr, no);
   auto outcomes = ns.RollForwardIntents(true);

@@ -23,6 +23,8 @@
 //   gets a new number.
 // - unfinished renames (~intents rows): reported; a repair rolls them
 //   forward first (Namespace::RollForwardIntents), then checks the result.
+// - with dir_markers, a directory without its marker blob (fs/dir_marker.h):
+//   written. A marker without a directory is a blob without an entry.
 // - rows stampfs does not know (other partitions, entries without ino or
 //   mode): reported.
 //
@@ -59,6 +61,7 @@ enum class FsckKind {
   kDuplicateIno,
   kUnknownRow,
   kIntent,
+  kMissingMarker,  // with dir_markers: a directory without its marker blob
 };
 
 // A short stable name ("missing-blob", "etag-mismatch", ...).
@@ -87,6 +90,10 @@ struct FsckOptions {
   std::string container;
   std::string table;
   bool repair = false;
+  // -o dir_markers mounts use this container: every directory has a marker
+  // blob (missing ones are reported, and written by a repair), and renames
+  // rolled forward move markers.
+  bool dir_markers = false;
   uint32_t uid = 0;  // owner of directories and imports a repair creates
   uint32_t gid = 0;
   std::function<int64_t()> now_ns;  // default: the system clock
@@ -125,6 +132,7 @@ class Fsck {
   void CheckFiles();
   void CheckDuplicateInos();
   void CheckUnreferencedBlobs();
+  void CheckDirectoryMarkers();
   void RepairByImport(const std::vector<size_t>& findings);
 
   TableStore& table_;

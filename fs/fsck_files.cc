@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fs/attr.h"
+#include "fs/dir_marker.h"
 #include "fs/fsck.h"
 #include "fs/import.h"
 #include "fs/import_plan.h"
@@ -182,6 +183,25 @@ void Fsck::RepairByImport(const std::vector<size_t>& findings) {
       auto r = reasons.find(f.where);
       f.repair = "not imported: " + (r != reasons.end() ? r->second : "see stampfs import");
     }
+  }
+}
+
+// Every directory but the root has its marker blob (dir_markers). A blob
+// of that name that is not a marker is left alone.
+void Fsck::CheckDirectoryMarkers() {
+  for (const EntryRef& ref : Entries(S_IFDIR)) {
+    auto it = blobs_by_name_.find(BlobNameFor(ref.path));
+    if (it != blobs_by_name_.end() && IsDirMarkerBlob(it->second->properties)) continue;
+    if (it != blobs_by_name_.end()) {
+      Add(FsckKind::kMissingMarker, ref.path, "a blob that is not a marker has its name").repair =
+          "left: rename or remove that blob";
+      continue;
+    }
+    FsckFinding& f = Add(FsckKind::kMissingMarker, ref.path, "no directory marker blob");
+    if (!options_.repair) continue;
+    auto attr = AttrFromEntity(*ref.entry);
+    Done(f, attr.ok() ? WriteDirMarker(blobs_, options_.container, ref.path, *attr) : attr.status(),
+         "marker written");
   }
 }
 

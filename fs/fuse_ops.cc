@@ -128,9 +128,8 @@ void OnSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* st, int to_set, fuse
     r.mtime_ns = NowNs();
   else if (to_set & FUSE_SET_ATTR_MTIME)
     r.mtime_ns = TimeNs(st->st_mtim);
-  if (r.mtime_ns) c.data->SetMtime(ino, *r.mtime_ns);
   bool other = r.mode || r.uid || r.gid || r.atime_ns || r.mtime_ns;
-  ReplyAttr(req, other ? c.ns->SetAttr(ino, r) : c.ns->GetAttr(ino), "setattr");
+  ReplyAttr(req, other ? c.data->SetAttr(ino, r) : c.ns->GetAttr(ino), "setattr");
 }
 
 struct DirHandle {

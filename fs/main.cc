@@ -342,6 +342,7 @@ int Mount(const std::vector<std::string>& args) {
   nso.ttl_ms = static_cast<int64_t>(o.attr_timeout * 1000);
   nso.read_only = o.read_only;
   nso.can_delete = can_delete;
+  nso.dir_markers = o.dir_markers;
   nso.force_uid = o.uid;
   nso.force_gid = o.gid;
   nso.umask = o.umask.value_or(0);

@@ -30,7 +30,8 @@ Result<bool> ParseBool(const std::string& where, const std::string& value) {
 
 bool IsFlag(const std::string& key) {
   return key == "ro" || key == "read_only" || key == "allow_other" || key == "allow_http" ||
-         key == "debug" || key == "nosuid" || key == "nodev" || key == "noexec";
+         key == "dir_markers" || key == "debug" || key == "nosuid" || key == "nodev" ||
+         key == "noexec";
 }
 
 bool IsSecretKey(const std::string& key) {
@@ -295,7 +296,7 @@ Status SignIn(const MountOptions& o, StorageAccount* account) {
 std::string ConfigFileHelp() {
   return R"(Config file (--config FILE, -o config=FILE): one "key = value" a line, '#' comments.
   Keys: container, mountpoint, every -o option above with its value, the flags
-  (ro, allow_other, allow_http, debug, nosuid, nodev, noexec) with true/false,
+  (ro, allow_other, allow_http, dir_markers, debug, nosuid, nodev, noexec) with true/false,
   options = an -o list. Secrets (account_key, sas_token, connection_string) are
   allowed in it only when group and others cannot read it (chmod 600).
   The command line overrides the file.

@@ -149,6 +149,8 @@ bool ApplyFlag(const std::string& key, bool on, MountOptions* o) {
     o->allow_other = on;
   } else if (key == "allow_http") {
     o->allow_http = on;
+  } else if (key == "dir_markers") {
+    o->dir_markers = on;
   } else if (key == "debug") {
     if (on) o->log_level = "debug";
   } else if (KernelOptions().count(key)) {
@@ -375,6 +377,8 @@ command line.
   -o msi_endpoint=URL         managed identity endpoint (default IMDS)
   -o token_resource=URL       default https://storage.azure.com
   -o token_refresh_margin=SECONDS  replace tokens this long before expiry (default 300)
+  -o dir_markers              mkdir also writes a zero-length hdi_isfolder=true marker
+                              blob, so other tools see empty directories (default off)
   -o ro                       read-only mount
   -o allow_other              let other users access the mount
   -o attr_timeout=SECONDS     trust cached metadata this long (default 2)

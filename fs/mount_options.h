@@ -55,6 +55,7 @@ struct MountOptions {
   std::string msi_endpoint;    // default IMDS (or $IDENTITY_ENDPOINT)
   std::string token_resource;  // default https://storage.azure.com
   double token_refresh_margin = 300;  // seconds before expiry a token is replaced
+  bool dir_markers = false;          // mkdir also writes blobfuse's hdi_isfolder marker blob
   // Secrets written in the config file itself (which must then be mode 0600).
   std::string inline_connection_string;
   std::string inline_account_key;

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -56,6 +57,9 @@ struct NamespaceOptions {
   // False when the credentials cannot delete (a SAS without 'd'): unlink,
   // rmdir and rename, which delete blobs or rows, are refused up front
   // (EACCES) instead of failing half done.
+  // mkdir also writes a directory marker blob (fs/dir_marker.h), and rmdir
+  // and directory renames keep markers in step.
+  bool dir_markers = false;
   bool can_delete = true;
   std::optional<uint32_t> force_uid;  // -o uid=: shown as owner of everything
   std::optional<uint32_t> force_gid;
@@ -101,6 +105,13 @@ struct SetAttrRequest {
   std::optional<int64_t> atime_ns;
   std::optional<int64_t> mtime_ns;
 };
+// A blob whose metadata SetAttrWithBlob replaced: its version before and after.
+struct BlobVersionChange {
+  std::string blob;
+  std::string old_etag;
+  std::string new_etag;
+};
+
 
 class Namespace {
  public:
@@ -133,6 +144,13 @@ class Namespace {
   // Counts a lookup for an entry handed to the kernel by readdirplus.
   void Remember(uint64_t parent, const DirEntry& entry);
   Result<Attr> GetAttr(uint64_t ino);
+  // SetAttr of a file no open file of this mount will commit again
+  // (fs/namespace_blob_attrs.cc): a mode, owner or mtime change also
+  // reaches the committed blob's metadata (If-Match the ETag its entry
+  // names), and the entry records the blob's new ETag in the same merge.
+  // `change` is set when the entry names the new version.
+  Result<Attr> SetAttrWithBlob(uint64_t ino, const SetAttrRequest& request,
+                               BlobVersionChange* change);
   Result<Attr> SetAttr(uint64_t ino, const SetAttrRequest& request);
   // Entries of a directory with full attributes (one partition query when not cached).
   Result<std::vector<DirEntry>> ReadDir(uint64_t ino);
@@ -265,6 +283,8 @@ class Namespace {
   Result<std::vector<std::string>> Exchange(uint64_t parent, const std::string& name,
                                             uint64_t new_parent, const std::string& new_name);
   Status ConfirmNotFound(const std::vector<TableOperation>& ops, BatchError* err);
+  static Status ApplySetAttr(const SetAttrRequest& req, Entity* entity);
+  std::string SyncBlobAttrs(const FileState& st, const SetAttrRequest& req);
   Result<Entity> MergeEntry(uint64_t ino, const std::function<Status(Entity*)>& change);
   Result<uint64_t> AllocateIno();
   Status ReserveInoRangeLocked();
@@ -323,6 +343,11 @@ class Namespace {
   std::mutex stripes_[kStripes];
   std::mutex& StripeFor(const std::string& dir_path);
   std::mutex rename_mu_;  // serializes renames (they lock two stripes)
+  // Held exclusively by renames (after rename_mu_), shared by
+  // SetAttrWithBlob: a blob's metadata never changes under this mount's
+  // rename claiming its entry and copying it (a 412 there reads as another
+  // mount's rename: ENOENT). Before pending_mu_ and the stripes.
+  std::shared_mutex blob_attrs_mu_;
   // This mount's renames whose steps failed after the intent was written
   // (the backend was away): finished before the next rename. GUARDED_BY(rename_mu_)
   std::vector<RenameIntent> pending_renames_;

@@ -36,6 +36,7 @@ Result<std::vector<IntentOutcome>> Namespace::RollForwardIntents(bool all) {
   STAMPFS_RETURN_IF_ERROR(rows);
   std::vector<IntentOutcome> out;
   std::lock_guard<std::mutex> lock(rename_mu_);
+  std::unique_lock<std::shared_mutex> no_blob_attrs(blob_attrs_mu_);
   for (const Entity& row : *rows) {
     IntentOutcome o;
     auto intent = IntentFromEntity(row);

@@ -2,6 +2,8 @@
 // unlink, setattr, xattrs, file commits.
 #include <sys/stat.h>
 
+#include "fs/dir_marker.h"
+#include "fs/log.h"
 #include "fs/names.h"
 #include "fs/namespace.h"
 #include "fs/xattr.h"
@@ -95,6 +97,11 @@ Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t
     listed.properties[kSubdirsProperty] = int64_t{0};
     cache_->PutListing(dot.partition_key, {listed}, *inserted, NowMs()).PermitUnchecked();
   }
+  if (options_.dir_markers) {
+    Status m = WriteDirMarker(blobs_, options_.container, loc->path, *r);
+    if (!m.ok())
+      LogWarning("mkdir " + loc->path + ": directory marker not written: " + m.ToString());
+  }
   return r;
 }
 
@@ -120,6 +127,13 @@ Status Namespace::Rmdir(uint64_t parent, const std::string& name) {
     if (!s.ok() && !s.Is(Code::kNotFound)) return s;
   }
   if (cache_) cache_->DropPartition(pk).PermitUnchecked();
+  // Before the entry goes: a crash in between leaves an unfinished rmdir
+  // (finished by lookups), not a marker that an import would bring back.
+  if (options_.dir_markers) {
+    Status m = RemoveDirMarker(blobs_, options_.container, loc->path);
+    if (!m.ok())
+      LogWarning("rmdir " + loc->path + ": directory marker not removed: " + m.ToString());
+  }
   auto r = CommitInDirectory(
       loc->parent_path,
       {TableOperation::Delete(entry->partition_key, entry->row_key, Condition::IfMatch("*"))},
@@ -285,23 +299,25 @@ Result<Entity> Namespace::MergeEntry(uint64_t ino, const std::function<Status(En
   return Status(Code::kPreconditionFailed, "entry kept changing under concurrent updates");
 }
 
+Status Namespace::ApplySetAttr(const SetAttrRequest& req, Entity* entity) {
+  auto attr = AttrFromEntity(*entity);
+  STAMPFS_RETURN_IF_ERROR(attr);
+  if (req.mode) attr->mode = (attr->mode & S_IFMT) | (*req.mode & 07777);
+  if (req.uid) attr->uid = *req.uid;
+  if (req.gid) attr->gid = *req.gid;
+  if (req.size) {
+    if (!attr->IsRegular()) return Status(Code::kInvalidArgument, "size of a non-file");
+    attr->size = *req.size;
+  }
+  if (req.atime_ns) attr->atime_ns = *req.atime_ns;
+  if (req.mtime_ns) attr->mtime_ns = *req.mtime_ns;
+  attr->ctime_ns = NowNs();
+  AttrToEntity(*attr, entity);
+  return Status::Ok();
+}
+
 Result<Attr> Namespace::SetAttr(uint64_t ino, const SetAttrRequest& req) {
-  auto e = MergeEntry(ino, [&](Entity* entity) -> Status {
-    auto attr = AttrFromEntity(*entity);
-    STAMPFS_RETURN_IF_ERROR(attr);
-    if (req.mode) attr->mode = (attr->mode & S_IFMT) | (*req.mode & 07777);
-    if (req.uid) attr->uid = *req.uid;
-    if (req.gid) attr->gid = *req.gid;
-    if (req.size) {
-      if (!attr->IsRegular()) return Status(Code::kInvalidArgument, "size of a non-file");
-      attr->size = *req.size;
-    }
-    if (req.atime_ns) attr->atime_ns = *req.atime_ns;
-    if (req.mtime_ns) attr->mtime_ns = *req.mtime_ns;
-    attr->ctime_ns = NowNs();
-    AttrToEntity(*attr, entity);
-    return Status::Ok();
-  });
+  auto e = MergeEntry(ino, [&](Entity* entity) { return ApplySetAttr(req, entity); });
   STAMPFS_RETURN_IF_ERROR(e);
   auto attr = AttrFromEntity(*e);
   STAMPFS_RETURN_IF_ERROR(attr);

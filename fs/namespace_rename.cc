@@ -20,6 +20,7 @@
 #include <map>
 #include <optional>
 
+#include "fs/dir_marker.h"
 #include "fs/fault_points.h"
 #include "fs/import_plan.h"
 #include "fs/log.h"
@@ -172,6 +173,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   STAMPFS_RETURN_IF_ERROR(CheckCanDelete("rename"));
   std::lock_guard<std::mutex> lock(rename_mu_);
+  std::unique_lock<std::shared_mutex> no_blob_attrs(blob_attrs_mu_);
   if (flags & kExchange) {
     // An exchange moves table rows: files created here and not yet committed
     // get theirs first (no deferred create starts while rename_mu_ is held).
@@ -461,6 +463,10 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
     STAMPFS_RETURN_IF_ERROR(drop_intent());
     return Status(Code::kNotFound, intent.from + " was removed or renamed by another mount");
   }
+  // Before the intent goes, so a crash is finished by the roll-forward.
+  if (intent.is_dir && options_.dir_markers) {
+    STAMPFS_RETURN_IF_ERROR(MoveDirMarker(blobs_, options_.container, intent.from, intent.to));
+  }
   if (intent.is_dir && cache_) {
     cache_->DropPartition(PartitionKeyForDirectory(intent.from)).PermitUnchecked();
     cache_->DropPartition(PartitionKeyForDirectory(intent.to)).PermitUnchecked();
@@ -561,6 +567,11 @@ Status Namespace::MoveChildren(const std::string& from, const std::string& to, u
     if (!name.ok() || !attr.ok()) continue;
     if (attr->IsDir()) {
       STAMPFS_RETURN_IF_ERROR(MoveChildren(JoinPath(from, *name), JoinPath(to, *name), attr->ino));
+      // While its old row exists, so a re-run after a crash moves it too.
+      if (options_.dir_markers) {
+        STAMPFS_RETURN_IF_ERROR(
+            MoveDirMarker(blobs_, options_.container, JoinPath(from, *name), JoinPath(to, *name)));
+      }
     }
     auto copy = copies.find(e.row_key);
     std::string old_etag = StringOr(e, "betag");

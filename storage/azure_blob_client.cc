@@ -18,7 +18,6 @@ namespace {
 
 using Query = std::vector<std::pair<std::string, std::string>>;
 
-constexpr size_t kMaxMetadataBytes = 8 * 1024;  // names + values, Azure's limit
 constexpr int kMaxListResults = 5000;
 constexpr std::chrono::minutes kCopyDeadline{10};
 constexpr std::chrono::milliseconds kCopyPollInitial{100};
@@ -27,37 +26,6 @@ constexpr const char* kOctetStream = "application/octet-stream";
 
 Status InvalidArgument(const std::string& message) {
   return Status(Code::kInvalidArgument, message);
-}
-
-bool IsMetadataName(const std::string& name) {
-  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); });
-}
-
-bool IsMetadataValue(const std::string& value) {
-  if (!value.empty() && (value.front() == ' ' || value.back() == ' ')) return false;
-  return std::all_of(value.begin(), value.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
-}
-
-// Names are [a-z][a-z0-9]* so Azure's ordinal and Azurite's localeCompare
-// header orders agree (§1.1 quirk 3); values must be plain header text.
-Status ValidateMetadata(const BlobMetadata& metadata) {
-  size_t total = 0;
-  for (const auto& [name, value] : metadata) {
-    if (!IsMetadataName(name)) {
-      return InvalidArgument("metadata name '" + name + "' is not [a-z][a-z0-9]*");
-    }
-    if (!IsMetadataValue(value)) {
-      return InvalidArgument("metadata value of '" + name +
-                             "' must be printable ASCII without leading or trailing spaces");
-    }
-    total += name.size() + value.size();
-  }
-  if (total > kMaxMetadataBytes) {
-    return Status(Code::kTooLarge, "metadata exceeds 8 KiB");
-  }
-  return Status::Ok();
 }
 
 // An empty name would address the container instead of a blob.
@@ -97,6 +65,7 @@ BlobProperties PropertiesFromHeaders(const HttpResponse& response) {
   props.etag = QuoteEtag(HeaderOf(response, "etag"));
   props.last_modified = ParseHttpDate(HeaderOf(response, "last-modified")).value_or(0);
   props.content_type = HeaderOf(response, "content-type");
+  props.content_md5 = HeaderOf(response, "content-md5");
   const std::string prefix = "x-ms-meta-";
   for (auto it = response.headers.lower_bound(prefix);
        it != response.headers.end() && it->first.starts_with(prefix); ++it) {
@@ -187,8 +156,8 @@ class AzureBlobClient final : public BlobStore {
                   const std::string& block_id, const HttpBody& body) override;
   Result<std::string> PutBlockList(const std::string& container, const std::string& blob,
                                    const std::vector<BlockRef>& blocks,
-                                   const BlobMetadata& metadata,
-                                   const Condition& condition) override;
+                                   const BlobMetadata& metadata, const Condition& condition,
+                                   const std::string& content_md5 = "") override;
   Result<BlockList> GetBlockList(const std::string& container, const std::string& blob,
                                  BlockListType type) override;
   Result<std::string> Copy(const std::string& container, const std::string& source,
@@ -369,7 +338,7 @@ Result<std::string> AzureBlobClient::Put(const std::string& container, const std
                                          const Condition& condition) {
   std::string context = "put " + container + "/" + blob;
   STAMPFS_RETURN_IF_ERROR(CheckBlobName(blob).WithContext(context));
-  STAMPFS_RETURN_IF_ERROR(ValidateMetadata(metadata).WithContext(context));
+  STAMPFS_RETURN_IF_ERROR(ValidateBlobMetadata(metadata).WithContext(context));
   HttpRequest request = NewRequest("PUT", BlobUrl(container, blob));
   request.SetHeader("x-ms-blob-type", "BlockBlob");
   request.SetHeader("Content-Type", kOctetStream);
@@ -391,18 +360,17 @@ Status AzureBlobClient::PutBlock(const std::string& container, const std::string
   return Call(std::move(request), context).status();
 }
 
-Result<std::string> AzureBlobClient::PutBlockList(const std::string& container,
-                                                  const std::string& blob,
-                                                  const std::vector<BlockRef>& blocks,
-                                                  const BlobMetadata& metadata,
-                                                  const Condition& condition) {
+Result<std::string> AzureBlobClient::PutBlockList(
+    const std::string& container, const std::string& blob, const std::vector<BlockRef>& blocks,
+    const BlobMetadata& metadata, const Condition& condition, const std::string& content_md5) {
   std::string context = "commit " + container + "/" + blob;
   STAMPFS_RETURN_IF_ERROR(CheckBlobName(blob).WithContext(context));
-  STAMPFS_RETURN_IF_ERROR(ValidateMetadata(metadata).WithContext(context));
+  STAMPFS_RETURN_IF_ERROR(ValidateBlobMetadata(metadata).WithContext(context));
   HttpRequest request = NewRequest("PUT", BlobUrl(container, blob, {{"comp", "blocklist"}}));
   request.SetHeader("Content-Type", "application/xml");
   // Put Block List resets properties and metadata: send them every time (§3.5).
   request.SetHeader("x-ms-blob-content-type", kOctetStream);
+  if (!content_md5.empty()) request.SetHeader("x-ms-blob-content-md5", content_md5);
   AddMetadata(request, metadata);
   STAMPFS_RETURN_IF_ERROR(AddCondition(request, condition));
   request.body = HttpBody::FromString(BuildBlockListXml(blocks));
@@ -503,7 +471,7 @@ Result<std::string> AzureBlobClient::SetMetadata(const std::string& container,
                                                  const Condition& condition) {
   std::string context = "set metadata of " + container + "/" + blob;
   STAMPFS_RETURN_IF_ERROR(CheckBlobName(blob).WithContext(context));
-  STAMPFS_RETURN_IF_ERROR(ValidateMetadata(metadata).WithContext(context));
+  STAMPFS_RETURN_IF_ERROR(ValidateBlobMetadata(metadata).WithContext(context));
   HttpRequest request = NewRequest("PUT", BlobUrl(container, blob, {{"comp", "metadata"}}));
   AddMetadata(request, metadata);
   STAMPFS_RETURN_IF_ERROR(AddCondition(request, condition));

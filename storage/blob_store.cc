@@ -1,7 +1,9 @@
 // BlobStore's non-virtual helpers, shared by every implementation.
 #include "storage/blob_store.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 #include "storage/auth.h"
 
@@ -44,6 +46,56 @@ Result<std::string> BlobStore::PutString(const std::string& container, const std
                                          const std::string& data, const BlobMetadata& metadata,
                                          const Condition& condition) {
   return Put(container, blob, HttpBody::FromString(data), metadata, condition);
+}
+
+namespace {
+
+constexpr size_t kMaxMetadataBytes = 8 * 1024;  // names + values, Azure's limit
+
+bool IsMetadataName(const std::string& name) {
+  if (name.empty() || name[0] < 'a' || name[0] > 'z') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+bool IsMetadataValue(const std::string& value) {
+  if (!value.empty() && (value.front() == ' ' || value.back() == ' ')) return false;
+  return std::all_of(value.begin(), value.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+// Whether byte order and ICU order (Azurite's localeCompare) disagree on a and b.
+bool SortsDifferently(const std::string& a, const std::string& b) {
+  auto [ia, ib] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  if (ia == a.end() || ib == b.end()) return false;
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  return (*ia == '_' && digit(*ib)) || (digit(*ia) && *ib == '_');
+}
+
+}  // namespace
+
+Status ValidateBlobMetadata(const BlobMetadata& metadata) {
+  size_t total = 0;
+  for (auto it = metadata.begin(); it != metadata.end(); ++it) {
+    const auto& [name, value] = *it;
+    if (!IsMetadataName(name)) {
+      return Status(Code::kInvalidArgument, "metadata name '" + name + "' is not [a-z][a-z0-9_]*");
+    }
+    for (auto other = std::next(it); other != metadata.end(); ++other) {
+      if (SortsDifferently(name, other->first)) {
+        return Status(Code::kInvalidArgument, "metadata names '" + name + "' and '" + other->first +
+                                                  "' differ at '_' against a digit");
+      }
+    }
+    if (!IsMetadataValue(value)) {
+      return Status(Code::kInvalidArgument,
+                    "metadata value of '" + name +
+                        "' must be printable ASCII without leading or trailing spaces");
+    }
+    total += name.size() + value.size();
+  }
+  if (total > kMaxMetadataBytes) return Status(Code::kTooLarge, "metadata exceeds 8 KiB");
+  return Status::Ok();
 }
 
 std::string BlockIdFor(uint64_t index) {

@@ -18,9 +18,16 @@
 
 namespace stampfs {
 
-// Blob metadata: names are [a-z][a-z0-9]* (see AZURE-PROTOCOL.md §1.1 quirk 3),
+// Blob metadata: names are [a-z][a-z0-9_]* (see AZURE-PROTOCOL.md §1.1 quirk 3),
 // values ASCII without CR/LF. Writes replace the whole set.
 using BlobMetadata = std::map<std::string, std::string>;
+
+// The checks every BlobStore makes before a write (no HTTP status): names
+// [a-z][a-z0-9_]* where no two names first differ at a '_' against a digit
+// (Azurite signs headers in ICU order, Azure in byte order: they disagree
+// only there, so blobfuse's `hdi_isfolder` is fine beside `mode`), values
+// printable ASCII without leading or trailing spaces, at most 8 KiB in all.
+Status ValidateBlobMetadata(const BlobMetadata& metadata);
 
 // A write precondition. Default-constructed = unconditional (spell it
 // Condition::None() at call sites so it is a visible choice).
@@ -40,6 +47,7 @@ struct BlobProperties {
   std::string etag;           // quoted
   int64_t last_modified = 0;  // Unix seconds
   std::string content_type;
+  std::string content_md5;  // base64 Content-MD5 of the whole blob ("" when it has none)
   BlobMetadata metadata;
 };
 
@@ -126,7 +134,8 @@ class BlobStore {
                                    uint64_t offset = 0, uint64_t length = 0,
                                    const Condition& if_match = Condition::None());
 
-  // Single-shot upload; returns the new ETag.
+  // Single-shot upload; returns the new ETag. The service computes the
+  // blob's Content-MD5.
   virtual Result<std::string> Put(const std::string& container, const std::string& blob,
                                   const HttpBody& body, const BlobMetadata& metadata,
                                   const Condition& condition) = 0;
@@ -137,11 +146,13 @@ class BlobStore {
   // Stages one block (not visible until committed).
   virtual Status PutBlock(const std::string& container, const std::string& blob,
                           const std::string& block_id, const HttpBody& body) = 0;
-  // Commits `blocks` in order; metadata replaces the blob's; returns the new ETag.
+  // Commits `blocks` in order; metadata replaces the blob's; returns the new
+  // ETag. `content_md5` (base64) becomes the blob's Content-MD5, unchecked:
+  // the caller vouches for it; "" leaves the blob without one.
   virtual Result<std::string> PutBlockList(const std::string& container, const std::string& blob,
                                            const std::vector<BlockRef>& blocks,
-                                           const BlobMetadata& metadata,
-                                           const Condition& condition) = 0;
+                                           const BlobMetadata& metadata, const Condition& condition,
+                                           const std::string& content_md5 = "") = 0;
   virtual Result<BlockList> GetBlockList(const std::string& container, const std::string& blob,
                                          BlockListType type) = 0;
 

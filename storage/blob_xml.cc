@@ -43,6 +43,7 @@ Result<BlobItem> ParseBlob(const pugi::xml_node& node) {
   item.properties.size = *size;
   item.properties.etag = QuoteEtag(props.child("Etag").text().get());
   item.properties.content_type = props.child("Content-Type").text().get();
+  item.properties.content_md5 = props.child("Content-MD5").text().get();
   if (auto modified = ParseHttpDate(props.child("Last-Modified").text().get())) {
     item.properties.last_modified = *modified;
   }

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "storage/content_md5.h"
 #include "storage/fakes.h"
 
 namespace stampfs {
@@ -29,7 +30,6 @@ constexpr size_t kMaxUncommittedBlocks = 100000;
 constexpr size_t kMaxBlobNameLength = 1024;
 constexpr size_t kMaxBlockIdBytes = 64;
 constexpr int kMaxListResults = 5000;
-constexpr size_t kMaxMetadataBytes = 8 * 1024;
 constexpr size_t kSinkChunk = 16 * 1024;  // as curl delivers a body
 
 Status ContainerNotFound(const std::string& container) {
@@ -59,6 +59,7 @@ struct Blob {
   std::string etag;
   int64_t last_modified = 0;
   std::string content_type = "application/octet-stream";
+  std::string content_md5;  // base64; Put Blob computes it, Put Block List takes it
   BlobMetadata metadata;
 
   uint64_t Size() const {
@@ -111,27 +112,6 @@ Status ValidateBlockId(const std::string& id) {
   if (id.size() / 4 * 3 - pad > kMaxBlockIdBytes) {
     return Invalid("block id longer than 64 bytes", "OutOfRangeInput");
   }
-  return Status::Ok();
-}
-
-// The Azure client's own checks, made before it sends anything (so no HTTP
-// status): names [a-z][a-z0-9]*, values printable ASCII without leading or
-// trailing spaces, names plus values at most 8 KiB.
-Status ValidateMetadata(const BlobMetadata& metadata) {
-  size_t total = 0;
-  for (const auto& [name, value] : metadata) {
-    bool ok = !name.empty() && name[0] >= 'a' && name[0] <= 'z';
-    for (char c : name) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'));
-    if (!ok)
-      return Status(Code::kInvalidArgument, "metadata name '" + name + "' is not [a-z][a-z0-9]*");
-    ok = value.empty() || (value.front() != ' ' && value.back() != ' ');
-    for (char c : value) ok = ok && c >= 0x20 && c < 0x7F;
-    if (!ok)
-      return Status(Code::kInvalidArgument,
-                    "metadata value of '" + name + "' is not plain header text");
-    total += name.size() + value.size();
-  }
-  if (total > kMaxMetadataBytes) return Status(Code::kTooLarge, "metadata exceeds 8 KiB");
   return Status::Ok();
 }
 
@@ -191,6 +171,7 @@ BlobProperties PropertiesOf(const Blob& blob, bool with_metadata) {
   p.etag = blob.etag;
   p.last_modified = blob.last_modified;
   p.content_type = blob.content_type;
+  p.content_md5 = blob.content_md5;
   if (with_metadata) p.metadata = blob.metadata;
   return p;
 }
@@ -203,6 +184,7 @@ void Commit(Blob& blob, std::vector<Block> blocks, const BlobMetadata& metadata)
   blob.etag = NewEtag();
   blob.last_modified = static_cast<int64_t>(std::time(nullptr));
   blob.content_type = "application/octet-stream";
+  blob.content_md5.clear();
   blob.metadata = metadata;
 }
 
@@ -265,9 +247,10 @@ class FakeBlobStore : public BlobStore {
                           const HttpBody& body, const BlobMetadata& metadata,
                           const Condition& condition) override {
     STAMPFS_RETURN_IF_ERROR(ValidateBlobName(blob));
-    STAMPFS_RETURN_IF_ERROR(ValidateMetadata(metadata));
+    STAMPFS_RETURN_IF_ERROR(ValidateBlobMetadata(metadata));
     auto data = ReadBody(body);
     STAMPFS_RETURN_IF_ERROR(data);
+    std::string md5 = ContentMd5::Of(**data);
     std::lock_guard<std::mutex> lock(mu_);
     auto c = FindContainer(container);
     STAMPFS_RETURN_IF_ERROR(c);
@@ -278,6 +261,7 @@ class FakeBlobStore : public BlobStore {
     if (!(*data)->empty()) blocks.push_back(Block{"", *data});
     Blob& target = (**c)[blob];
     Commit(target, std::move(blocks), metadata);
+    target.content_md5 = std::move(md5);  // the service computes it for Put Blob
     return target.etag;
   }
 
@@ -286,8 +270,8 @@ class FakeBlobStore : public BlobStore {
 
   Result<std::string> PutBlockList(const std::string& container, const std::string& blob,
                                    const std::vector<BlockRef>& blocks,
-                                   const BlobMetadata& metadata,
-                                   const Condition& condition) override;
+                                   const BlobMetadata& metadata, const Condition& condition,
+                                   const std::string& content_md5 = "") override;
 
   Result<BlockList> GetBlockList(const std::string& container, const std::string& blob,
                                  BlockListType type) override;
@@ -308,7 +292,7 @@ class FakeBlobStore : public BlobStore {
   Result<std::string> SetMetadata(const std::string& container, const std::string& blob,
                                   const BlobMetadata& metadata,
                                   const Condition& condition) override {
-    STAMPFS_RETURN_IF_ERROR(ValidateMetadata(metadata));
+    STAMPFS_RETURN_IF_ERROR(ValidateBlobMetadata(metadata));
     std::lock_guard<std::mutex> lock(mu_);
     auto found = FindExisting(container, blob, condition);
     STAMPFS_RETURN_IF_ERROR(found);
@@ -478,13 +462,11 @@ Status FakeBlobStore::PutBlock(const std::string& container, const std::string& 
   return Status::Ok();
 }
 
-Result<std::string> FakeBlobStore::PutBlockList(const std::string& container,
-                                                const std::string& blob,
-                                                const std::vector<BlockRef>& blocks,
-                                                const BlobMetadata& metadata,
-                                                const Condition& condition) {
+Result<std::string> FakeBlobStore::PutBlockList(
+    const std::string& container, const std::string& blob, const std::vector<BlockRef>& blocks,
+    const BlobMetadata& metadata, const Condition& condition, const std::string& content_md5) {
   STAMPFS_RETURN_IF_ERROR(ValidateBlobName(blob));
-  STAMPFS_RETURN_IF_ERROR(ValidateMetadata(metadata));
+  STAMPFS_RETURN_IF_ERROR(ValidateBlobMetadata(metadata));
   if (blocks.size() > kMaxCommittedBlocks) {
     return Status(Code::kConflict, "more than 50,000 committed blocks", 409,
                   "BlockCountExceedsLimit");
@@ -513,6 +495,7 @@ Result<std::string> FakeBlobStore::PutBlockList(const std::string& container,
   }
   Blob& target = (**c)[blob];
   Commit(target, std::move(chosen), metadata);  // discards every uncommitted block
+  target.content_md5 = content_md5;             // Azure stores it unchecked
   return target.etag;
 }
 
@@ -558,9 +541,11 @@ Result<std::string> FakeBlobStore::Copy(const std::string& container, const std:
   std::vector<Block> blocks = (*found)->blocks;
   BlobMetadata metadata = (*found)->metadata;
   std::string content_type = (*found)->content_type;
+  std::string content_md5 = (*found)->content_md5;
   Blob& target = c[destination];
   Commit(target, std::move(blocks), metadata);
   target.content_type = std::move(content_type);
+  target.content_md5 = std::move(content_md5);
   return target.etag;
 }
 

@@ -186,10 +186,10 @@ class FaultyBlobStore : public BlobStore {
   }
   Result<std::string> PutBlockList(const std::string& container, const std::string& blob,
                                    const std::vector<BlockRef>& blocks,
-                                   const BlobMetadata& metadata,
-                                   const Condition& condition) override {
+                                   const BlobMetadata& metadata, const Condition& condition,
+                                   const std::string& content_md5 = "") override {
     return Guarded(*plan_, "PutBlockList", [&] {
-      return inner_.PutBlockList(container, blob, blocks, metadata, condition);
+      return inner_.PutBlockList(container, blob, blocks, metadata, condition, content_md5);
     });
   }
   Result<BlockList> GetBlockList(const std::string& container, const std::string& blob,

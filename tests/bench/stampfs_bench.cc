@@ -9,9 +9,17 @@
 //   head-many CONTAINER PREFIX COUNT THREADS        Get Blob Properties of each
 //   list CONTAINER PREFIX                           List Blobs (all pages); prints the count
 //   randread CONTAINER BLOB COUNT BYTES THREADS SEED   ranged GETs at aligned random offsets
-//   wait CONTAINER PREFIX COUNT BYTES TIMEOUT       polls List Blobs (every 200 ms) until COUNT
-//   blobs under
-//       PREFIX hold BYTES in all (exit 1 at TIMEOUT seconds)
+//   get-many CONTAINER PREFIX COUNT THREADS         Get Blob of each (put-many's names)
+//   wait CONTAINER PREFIX COUNT BYTES TIMEOUT [committed]
+//       polls List Blobs (every 200 ms) until COUNT blobs under PREFIX hold BYTES
+//       in all (exit 1 at TIMEOUT seconds, or after 30 s without progress); with
+//       `committed`, also until each of
+//       them has its stampfs table entry naming that blob's ETag (the mount's
+//       commit of the file is done, not only its upload)
+//   wait-tree CONTAINER PREFIX DIR TIMEOUT [committed]
+//       the same for a known tree (polled every 100 ms): every file under DIR is a
+//       blob PREFIX/RELATIVE_PATH of the same size, whatever else is listed
+//       (rsync's temporary names)
 //   delete-prefix CONTAINER PREFIX THREADS          deletes every blob under PREFIX
 //   create CONTAINER                                the container (fine if it exists)
 //   sas                                             an account SAS query string for the
@@ -34,8 +42,10 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,13 +53,16 @@
 #include "storage/auth.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
+#include "storage/table_keys.h"
+#include "fs/mount_options.h"
 
 namespace stampfs {
 namespace {
 
 int Usage() {
-  std::cerr << "usage: stampfs_bench put-many|put-tree|head-many|list|randread|wait|"
-               "delete-prefix|create|sas|fs-create|fs-stat|fs-randread ARGS (see the source)\n";
+  std::cerr << "usage: stampfs_bench put-many|put-tree|head-many|get-many|list|randread|wait|"
+               "wait-tree|delete-prefix|create|sas|fs-create|fs-stat|fs-randread ARGS (see the "
+               "source)\n";
   return 2;
 }
 
@@ -173,23 +186,128 @@ int RandRead(const StorageAccount& account, const std::vector<std::string>& a) {
   return s.ok() ? 0 : Fail("randread", s);
 }
 
-int Wait(const StorageAccount& account, const std::vector<std::string>& a) {
-  const uint64_t count = std::stoull(a[2]), bytes = std::stoull(a[3]);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(std::stoi(a[4]));
-  uint64_t have = 0, sum = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto listing = List(account, a[0], a[1]);
-    if (listing.ok()) {
-      have = listing->blobs.size();
-      sum = 0;
-      for (const BlobItem& b : listing->blobs) sum += b.properties.size;
-      if (have >= count && sum >= bytes) return 0;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+int GetMany(const StorageAccount& account, const std::vector<std::string>& a) {
+  const std::string container = a[0], prefix = a[1];
+  Status s = ForEach(account, std::stoull(a[2]), std::stoi(a[3]), [&](BlobStore& b, uint64_t i) {
+    return b
+        .Read(container, prefix + Leaf(i), 0, 0, Condition::None(),
+              [](uint64_t, const char*, size_t) { return true; })
+        .status();
+  });
+  return s.ok() ? 0 : Fail("get-many", s);
+}
+
+// Whether a stampfs mount has committed each blob of `blobs`: its entry in
+// the table (partition: the parent directory's path, row: the name) names the
+// blob's ETag. Blobs found committed are added to `committed` and not asked
+// about again.
+bool EntriesCommitted(TableStore& table, const std::string& table_name,
+                      const std::vector<const BlobItem*>& blobs, std::set<std::string>* committed) {
+  std::map<std::string, std::vector<const BlobItem*>> by_dir;
+  for (const BlobItem* b : blobs) {
+    if (committed->count(b->name)) continue;
+    const size_t slash = b->name.rfind('/');
+    by_dir["/" + (slash == std::string::npos ? "" : b->name.substr(0, slash))].push_back(b);
   }
-  std::cerr << "stampfs_bench: wait " << a[1] << ": " << have << " blobs, " << sum
-            << " bytes after " << a[4] << " s\n";
+  bool all = true;
+  for (const auto& [dir, items] : by_dir) {
+    auto rows = table.QueryPartition(table_name, PartitionKeyForDirectory(dir));
+    if (!rows.ok()) return false;
+    std::map<std::string, std::string> betag;
+    for (const Entity& e : *rows) {
+      if (const std::string* v = e.GetString("betag")) betag[e.row_key] = *v;
+    }
+    for (const BlobItem* b : items) {
+      const size_t slash = b->name.rfind('/');
+      auto it = betag.find(RowKeyForName(b->name.substr(slash == std::string::npos ? 0 : slash + 1)));
+      if (it != betag.end() && it->second == b->properties.etag) {
+        committed->insert(b->name);
+      } else {
+        all = false;
+      }
+    }
+  }
+  return all;
+}
+
+// What a wait expects under PREFIX: every (relative name, size) of `files`,
+// or, when `files` is empty, `count` blobs holding `bytes` in all.
+struct Expected {
+  std::map<std::string, uint64_t> files;
+  uint64_t count = 0, bytes = 0;
+};
+
+// Polls until the blobs under prefix meet `want` (and, with `committed`, the
+// mount's entries name them); 0 when met, 1 at the deadline or after 30 s
+// without progress (a mount that lost files: rclone under rsync's renames).
+int PollUntil(const StorageAccount& account, const std::string& container,
+              const std::string& prefix, const Expected& want, int timeout_s, bool committed,
+              std::chrono::milliseconds every) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  auto table = MakeAzureTableClient(account);
+  const std::string table_name = DefaultTableName(container);
+  std::set<std::string> done;
+  std::string state = "nothing listed";
+  size_t progress = 0;
+  auto progressed = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() < deadline &&
+         std::chrono::steady_clock::now() - progressed < std::chrono::seconds(30)) {
+    auto listing = List(account, container, prefix);
+    if (listing.ok()) {
+      std::vector<const BlobItem*> matched;
+      uint64_t sum = 0;
+      for (const BlobItem& b : listing->blobs) {
+        if (want.files.empty()) {
+          matched.push_back(&b);
+          sum += b.properties.size;
+          continue;
+        }
+        auto it = want.files.find(b.name.substr(prefix.size()));
+        if (it != want.files.end() && it->second == b.properties.size) matched.push_back(&b);
+      }
+      const bool uploaded = want.files.empty()
+                                ? matched.size() >= want.count && sum >= want.bytes
+                                : matched.size() == want.files.size();
+      state = std::to_string(matched.size()) + " blobs as expected";
+      if (matched.size() + done.size() > progress) {
+        progress = matched.size() + done.size();
+        progressed = std::chrono::steady_clock::now();
+      }
+      if (uploaded && committed) {
+        if (EntriesCommitted(*table, table_name, matched, &done)) return 0;
+        state += ", " + std::to_string(done.size()) + " of them committed";
+      } else if (uploaded) {
+        return 0;
+      }
+    }
+    std::this_thread::sleep_for(every);
+  }
+  std::cerr << "stampfs_bench: wait " << prefix << ": " << state << ", given up\n";
   return 1;
+}
+
+bool CommittedArg(const std::vector<std::string>& a, size_t at) {
+  return a.size() > at && a[at] == "committed";
+}
+
+int Wait(const StorageAccount& account, const std::vector<std::string>& a) {
+  Expected want;
+  want.count = std::stoull(a[2]);
+  want.bytes = std::stoull(a[3]);
+  return PollUntil(account, a[0], a[1], want, std::stoi(a[4]), CommittedArg(a, 5),
+                   std::chrono::milliseconds(200));
+}
+
+int WaitTree(const StorageAccount& account, const std::vector<std::string>& a) {
+  Expected want;
+  const std::filesystem::path root = a[2];
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (e.is_regular_file()) {
+      want.files[std::filesystem::relative(e.path(), root).string()] = e.file_size();
+    }
+  }
+  return PollUntil(account, a[0], a[1], want, std::stoi(a[3]), CommittedArg(a, 4),
+                   std::chrono::milliseconds(100));
 }
 
 int DeletePrefix(const StorageAccount& account, const std::vector<std::string>& a) {
@@ -273,7 +391,13 @@ int Run(const std::string& cmd, const std::vector<std::string>& a) {
   if (cmd == "put-tree" && a.size() == 4) return PutTree(*account, a);
   if (cmd == "head-many" && a.size() == 4) return HeadMany(*account, a);
   if (cmd == "randread" && a.size() == 6) return RandRead(*account, a);
-  if (cmd == "wait" && a.size() == 5) return Wait(*account, a);
+  if (cmd == "get-many" && a.size() == 4) return GetMany(*account, a);
+  if (cmd == "wait" && (a.size() == 5 || (a.size() == 6 && CommittedArg(a, 5)))) {
+    return Wait(*account, a);
+  }
+  if (cmd == "wait-tree" && (a.size() == 4 || (a.size() == 5 && CommittedArg(a, 4)))) {
+    return WaitTree(*account, a);
+  }
   if (cmd == "delete-prefix" && a.size() == 3) return DeletePrefix(*account, a);
   if (cmd == "sas" && a.empty()) return Sas(*account);
   if (cmd == "list" && a.size() == 2) {

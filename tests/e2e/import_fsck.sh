@@ -215,6 +215,45 @@ if command -v rclone >/dev/null; then
     eval "stat -c %y '$M/by-rclone' | cut -d' ' -f1,2"
   check_eq "and its content" "written through rclone" cat "$M/by-rclone"
   e2e_unmount
+
+  # Issue 15: what other tools need besides times. A directory made with
+  # -o dir_markers has blobfuse's marker blob; a block-list blob (over the
+  # 8 MiB single Put Blob limit) carries a Content-MD5; a time set after
+  # the last close reaches the blob's metadata.
+  E2E_MOUNT_OPTS=dir_markers e2e_mount
+  mkdir -p "$M/marked/empty inside"
+  head -c $((20 * 1024 * 1024 + 123)) /dev/urandom >"$E2E_TMP/large.bin"
+  cp "$E2E_TMP/large.bin" "$M/large.bin"
+  touch -d '2020-02-03 04:05:06.789' "$M/large.bin"
+  chmod 0600 "$M/large.bin"
+  e2e_unmount
+  # rclone 1.60 (Debian 12) lists a directory when a blob is below it and
+  # skips hdi_isfolder markers themselves: "marked" holds only an empty
+  # directory, so only its marker makes it visible.
+  check_eq "rclone lsf --dirs-only sees a directory made on the mount that holds no file" \
+    "marked/" eval "rclone lsf --dirs-only 'e2e:$C' | grep '^marked'"
+  check_eq "rclone md5sum of the block-list blob equals md5sum of the local copy" \
+    "$(md5sum <"$E2E_TMP/large.bin" | cut -d' ' -f1)" \
+    eval "rclone md5sum 'e2e:$C/large.bin' | cut -d' ' -f1"
+  mkdir -p "$E2E_TMP/check" && cp "$E2E_TMP/large.bin" "$E2E_TMP/check/"
+  check "rclone check against the local copy: every hash matches" \
+    rclone check --one-way "$E2E_TMP/check" "e2e:$C"
+  check_eq "rclone lsl shows the touch -d time set after the file was closed" \
+    "2020-02-03 04:05:06.789000000 large.bin" \
+    eval "rclone lsl 'e2e:$C/large.bin' | awk '{print \$2, \$3, \$4}'"
+  E2E_MOUNT_OPTS=dir_markers e2e_mount
+  rmdir "$M/marked/empty inside"
+  mv "$M/marked" "$M/moved"
+  check_eq "mtime and mode after a remount" "2020-02-03 04:05:06.789000000 600" \
+    eval "stat -c '%y %a' '$M/large.bin' | sed 's/ +0000//'"
+  e2e_unmount
+  check_eq "rmdir removed the marker that made marked/ visible" "" \
+    eval "rclone lsf --dirs-only 'e2e:$C' | grep -E '^(marked|moved)/' || true"
+  check "fsck --dir-markers: directories made without the option have no marker" \
+    expect_status 1 "^missing-marker: /docs: no directory marker blob" -- \
+    stampfs fsck "$C" --dir-markers
+  check "fsck --dir-markers: /moved has its marker" \
+    bash -c "! stampfs fsck '$C' --dir-markers | grep '^missing-marker: /moved'"
 else
   echo "  SKIP  rclone is not installed (scripts/setup installs it)"
 fi

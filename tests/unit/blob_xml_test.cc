@@ -429,7 +429,7 @@ TEST(AzureBlobRequests, BlockRequestsEncodeIdsAndResendProperties) {
 TEST(AzureBlobRequests, InvalidMetadataIsRejectedBeforeSending) {
   auto client = MakeClient([](const HttpRequest&) { return Response(201, {{"etag", "\"1\""}}); });
   for (const BlobMetadata& bad : std::vector<BlobMetadata>{{{"Mode", "1"}},
-                                                           {{"a_b", "1"}},
+                                                           {{"a_b", "1"}, {"a1", "1"}},
                                                            {{"1a", "1"}},
                                                            {{"ok", "line\nbreak"}},
                                                            {{"ok", " padded"}},

@@ -68,8 +68,8 @@ class MetadataOverlay : public BlobStore {
   }
   Result<std::string> PutBlockList(const std::string& c, const std::string& b,
                                    const std::vector<BlockRef>& blocks, const BlobMetadata& md,
-                                   const Condition& cond) override {
-    return inner_.PutBlockList(c, b, blocks, md, cond);
+                                   const Condition& cond, const std::string& md5 = "") override {
+    return inner_.PutBlockList(c, b, blocks, md, cond, md5);
   }
   Result<BlockList> GetBlockList(const std::string& c, const std::string& b,
                                  BlockListType t) override {
