@@ -333,8 +333,11 @@ bool FileData::OverrideAttr(uint64_t ino, Attr* attr) {
       return true;
     }
   }
+  // (An entry read before the merge has a ctime no newer than the merged
+  // one: a commit keeps the data's ctime, which tar or cp -a may have set
+  // before the merge.)
   auto seen = recent_.Get(ino);
-  if (!seen || seen->ctime_ns == 0 || attr->ctime_ns >= seen->ctime_ns) return false;
+  if (!seen || seen->ctime_ns == 0 || attr->ctime_ns > seen->ctime_ns) return false;
   attr->size = seen->size;
   attr->mtime_ns = seen->mtime_ns;
   attr->ctime_ns = seen->ctime_ns;

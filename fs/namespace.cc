@@ -251,7 +251,7 @@ Result<Attr> Namespace::WithDirectoryAttrs(const std::string& path, Attr attr) {
   // This mount's files created here and not committed yet (commit=async)
   // count as created: their commit stamps "touched" with the same time.
   for (const Entity& e : PendingIn(PartitionKeyForDirectory(path))) {
-    summary.touched = std::max(summary.touched, e.GetInt64("ctime"));
+    summary.touched = std::max(summary.touched, e.GetInt64(kCreatedProperty));
   }
   return summary.ApplyTo(attr);
 }
@@ -495,7 +495,7 @@ int64_t TouchedBy(const std::vector<TableOperation>& ops, int64_t now) {
   for (const TableOperation& op : ops) {
     if (op.kind == TableOperation::Kind::kDelete) return now;
     if (op.kind != TableOperation::Kind::kInsert) continue;
-    const int64_t ctime = op.entity.GetInt64("ctime");
+    const int64_t ctime = op.entity.GetInt64(kCreatedProperty);
     if (ctime <= 0 || ctime > now) return now;
     newest = std::max(newest, ctime);
   }

@@ -49,6 +49,11 @@ inline bool IsUnexpectedNotFound(const Status& s) {
 }
 
 
+// An entry property of a file created here and inserted by its first commit
+// (commit=async): when its name was created, which its directory's mtime
+// shows from then on, before and after the commit.
+inline constexpr char kCreatedProperty[] = "crtime";
+
 struct NamespaceOptions {
   std::string container;
   std::string table;

@@ -56,6 +56,9 @@ Result<Attr> Namespace::CreateDeferred(uint64_t parent, const Located& loc, cons
   if (!renaming.owns_lock())
     return InsertEntry(parent, loc, NewEntry(loc.parent_path, loc.name, attr));
   Entity entry = NewEntry(loc.parent_path, loc.name, attr);
+  // When the name was created: the directory's time (its ctime moves with
+  // chmod and utimens before the first commit; this does not).
+  entry.properties[kCreatedProperty] = attr.ctime_ns;
   // The kernel asked only after a negative lookup; a name this mount knows
   // (cached or pending) is taken. The table decides at the first commit.
   if (PendingEntry(entry.partition_key, entry.row_key)) {

@@ -57,7 +57,10 @@ Snapshot Observe(TableStore& table, BlobStore& blobs) {
       if (const std::string* b = entity.GetString("blob")) e.blob = *b;
       if (const std::string* b = entity.GetString("betag")) e.betag = *b;
       if (const Binary* t = entity.GetBinary("target")) e.target = t->bytes;
-      if (attr->IsRegular()) {
+      // An entry naming no committed version (betag "": inserted before its
+      // first commit) holds no data, whatever blob has its name meanwhile (a
+      // file unlinked while open keeps its blob until the last close).
+      if (attr->IsRegular() && !e.betag.empty()) {
         auto it = snap.blobs.find(e.blob.empty() ? BlobNameFor(e.path) : e.blob);
         if (it != snap.blobs.end()) {
           e.content = it->second;

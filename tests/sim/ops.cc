@@ -515,6 +515,11 @@ std::string Executor::Run(Op& op, const Snapshot& before, int step, bool fault_a
     }
     default:
       detail = ChangeNames(op, m, before, fault_armed, &status);
+      // A rename commits what is queued under its source first: those
+      // acknowledgements are checked now, before later commits build on them.
+      if (op.kind == OpKind::kRename && m.up() && m.data->async()) {
+        ResolvePromises(m, step, violation);
+      }
       break;
   }
   if (detail == "skip") return "skipped (" + status.message() + ")";
