@@ -106,7 +106,26 @@ void FileData::CommitQueued(uint64_t ino) {
       return;
     }
   }
+  if (!fp->loaded) {
+    lock.unlock();
+    return Dequeue(ino);
+  }
+  // The commit holds the file like an open: an unlink or a rename over it
+  // meanwhile defers its cleanup to the end (DeleteBlobWhenUnused), instead
+  // of unloading the file under the commit.
+  fp->refs++;
   Status s = CommitLocked(fp, lock);
+  fp->refs--;
+  if (s.ok() && fp->loaded && fp->dirty) {
+    // Written again and closed while the commit ran: queued again already.
+    std::lock_guard<std::mutex> q(queue_mu_);
+    auto it = queued_.find(ino);
+    if (it != queued_.end()) {
+      it->second.running = false;
+      it->second.due_ms = std::max(it->second.due_ms, NowMs() + options_.commit_delay_ms);
+    }
+    return;
+  }
   if (fp->loaded && fp->dirty && !s.Is(Code::kPreconditionFailed)) {
     // The service failed: the changes stay journaled and are retried.
     g_async_retries.Add();

@@ -85,6 +85,7 @@ E2E_FINISHED=false
 E2E_MOUNTS=()          # mountpoints this run mounted (and may still hold)
 declare -A E2E_PID     # mountpoint -> pid of its stampfs
 declare -A E2E_LOG     # mountpoint -> log file of its current stampfs
+declare -A E2E_DETACHED  # mountpoint -> 1 when its stampfs runs as a daemon (no -f)
 E2E_LOGS=()
 E2E_CACHE=""
 E2E_CACHE_COUNT=0
@@ -296,6 +297,7 @@ $(tail -n 20 "$log")"
     pid=$!
   fi
   E2E_PID[$mnt]=$pid
+  E2E_DETACHED[$mnt]=${E2E_DAEMON:-0}
   E2E_LOG[$mnt]=$log
   E2E_MOUNTS+=("$mnt")
   _e2e_save_pids
@@ -344,8 +346,12 @@ e2e_unmount() {
       _e2e_kill_tree "$pid"
     fi
     local rc=0
-    # A daemon (E2E_DAEMON=1) is not this shell's child: its status is not ours to read.
-    wait "$pid" 2>/dev/null || rc=$?
+    # A daemon (E2E_DAEMON=1) is not this shell's child: its status is not ours
+    # to read (bash would report the status of an earlier child that had the
+    # same pid, e.g. one this script SIGKILLed: 137).
+    if [[ ${E2E_DETACHED[$mnt]:-0} != 1 ]]; then
+      wait "$pid" 2>/dev/null || rc=$?
+    fi
     [[ $rc == 127 ]] && rc=0
     if [[ $rc != 0 && -z $problem ]]; then
       problem="stampfs (pid $pid) exited with status $rc after the unmount"
