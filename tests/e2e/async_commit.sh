@@ -16,9 +16,6 @@ source "$(dirname "$0")/lib.bash" "$@"
 E2E_MOUNT_OPTS="commit=async,commit_delay=2"
 M2=$E2E_TMP/mnt2
 
-stat_value() {
-  "$E2E_STAMPFS" stat --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
-}
 # The blob names the container holds (not what a mount shows).
 blob_names() { "$E2E_INSPECT" blobs "$E2E_CONTAINER" | cut -f1 | sort; }
 blob_exists() { blob_names | grep -qx -- "$1"; }
@@ -31,13 +28,6 @@ wait_for() { # wait_for SECONDS CMD...: until CMD succeeds
     sleep 0.2
   done
 }
-kill9() {
-  local pid=${E2E_PID[$M]}
-  kill -KILL "$pid"
-  wait "$pid" 2>/dev/null
-  timeout 30 fusermount3 -u -z "$M" 2>/dev/null
-  unset "E2E_PID[$M]"
-}
 
 e2e_mount
 first_cache=$E2E_CACHE
@@ -45,19 +35,19 @@ first_cache=$E2E_CACHE
 section "close is local; the pipeline commits within commit_delay"
 mkdir -p "$M/loop"
 t0=$SECONDS
-put0=$(stat_value "$M" requests.blob.put)
-batch0=$(stat_value "$M" requests.table.batch)
+put0=$(e2e_stat_value "$M" requests.blob.put)
+batch0=$(e2e_stat_value "$M" requests.table.batch)
 for i in $(seq 1 100); do printf 'file %d\n' "$i" >"$M/loop/f$i"; done
 check "the loop's files are readable at once" grep -qx 'file 77' "$M/loop/f77"
-check "stampfs stat shows commits queued" eval '(( $(stat_value "$M" commits.queued) > 0 ))'
+check "stampfs stat shows commits queued" eval '(( $(e2e_stat_value "$M" commits.queued) > 0 ))'
 # (Only when the loop took less than commit_delay: then nothing is due yet.)
 check "nothing is uploaded before commit_delay" \
-  eval '(( $(stat_value "$M" requests.blob.put) == put0 || SECONDS - t0 >= 2 ))'
+  eval '(( $(e2e_stat_value "$M" requests.blob.put) == put0 || SECONDS - t0 >= 2 ))'
 check "all 100 are in the container within 30 s" \
   wait_for 30 eval '[[ $(blob_names | grep -c "^loop/f") == 100 ]]'
-check "the queue drained" wait_for 10 eval '[[ $(stat_value "$M" commits.queued) == 0 ]]'
-puts=$(($(stat_value "$M" requests.blob.put) - put0))
-batches=$(($(stat_value "$M" requests.table.batch) - batch0))
+check "the queue drained" wait_for 10 eval '[[ $(e2e_stat_value "$M" commits.queued) == 0 ]]'
+puts=$(($(e2e_stat_value "$M" requests.blob.put) - put0))
+batches=$(($(e2e_stat_value "$M" requests.table.batch) - batch0))
 echo "100 files: $puts Put Blob, $batches batches"
 check "one Put Blob per file" test "$puts" -eq 100
 check "entity group transactions shared (fewer than one per file)" test "$batches" -lt 100
@@ -87,8 +77,8 @@ e2e_unmount "$M2"
 for i in 1 2 3; do printf 'killed %d\n' "$i" >"$M/k$i"; done
 chmod 600 "$M/k2"
 mkdir -p "$M/kd" && printf 'nested\n' >"$M/kd/n"
-check "queued before the kill" eval '(( $(stat_value "$M" commits.queued) >= 4 ))'
-kill9
+check "queued before the kill" eval '(( $(e2e_stat_value "$M" commits.queued) >= 4 ))'
+e2e_kill9
 check "nothing of them reached the container yet" eval '! blob_names | grep -qx k1'
 E2E_CACHE=$first_cache
 e2e_mount

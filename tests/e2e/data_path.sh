@@ -47,14 +47,6 @@ rss_bounded() {
 }
 mibps() { awk -v b="$1" -v t0="$2" -v t1="$3" 'BEGIN { printf "%.1f", b / 1048576 / (t1 - t0) }'; }
 
-# kill -9 of the daemon of $M; the dead mount is detached.
-kill9() {
-  local pid=${E2E_PID[$M]}
-  kill -KILL "$pid"
-  wait "$pid" 2>/dev/null
-  timeout 30 fusermount3 -u -z "$M" 2>/dev/null
-  unset "E2E_PID[$M]"
-}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 e2e_mount
@@ -317,7 +309,7 @@ w2=$!
 writer "$L/synced" "$M/patched" patch "$E2E_TMP/flag.patched" &
 w3=$!
 check "the writers wrote" eval "for i in \$(seq 300); do [[ -e '$E2E_TMP/flag.synced' && -e '$E2E_TMP/flag.unsynced' && -e '$E2E_TMP/flag.patched' ]] && exit 0; sleep 0.1; done; exit 1"
-kill9
+e2e_kill9
 kill -KILL $w1 $w2 $w3 2>/dev/null
 wait $w1 $w2 $w3 2>/dev/null
 check "fsynced data is in the blob (storage client, before any remount)" blob_is synced "$L/synced"

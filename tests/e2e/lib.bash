@@ -17,6 +17,8 @@
 #                               cache dir (fresh) or the same one (keep)
 #   e2e_new_cache               switch to a new empty cache dir for the next mount
 #   e2e_sync [MNT]              commit what the mount queued (commit=async)
+#   e2e_kill9 [MNT]             kill -9 of the mount's daemon, then detach it
+#   e2e_stat_value MNT KEY      one counter of stampfs stat --json
 #   check DESC CMD...           CMD must succeed
 #   check_fails DESC REGEX CMD...   CMD must fail and its output match REGEX (grep -E)
 #   check_eq DESC EXPECTED CMD...   CMD must succeed and print exactly EXPECTED
@@ -256,6 +258,22 @@ run() {
 
 _e2e_is_mounted() {
   awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo
+}
+
+# e2e_stat_value MNT KEY: one counter from stampfs stat --json.
+e2e_stat_value() {
+  "$E2E_STAMPFS" stat --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
+}
+
+# e2e_kill9 [MNT]: kill -9 of the daemon of MNT (default $M); the dead mount
+# is detached.
+e2e_kill9() {
+  local mnt=${1:-$M}
+  local pid=${E2E_PID[$mnt]}
+  kill -KILL "$pid"
+  wait "$pid" 2>/dev/null
+  timeout 30 fusermount3 -u -z "$mnt" 2>/dev/null
+  unset "E2E_PID[$mnt]"
 }
 
 # e2e_sync [MNT]: every change of the mount committed to the container

@@ -125,10 +125,6 @@ time.sleep(60)' "$1" "$2" "$flag" &
   check "a writer wrote $(basename "$1") and holds it open" test -s "$flag"
 }
 
-# stat_value MNT KEY: one counter from stampfs stat --json.
-stat_value() {
-  "$E2E_STAMPFS" stat --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$2"
-}
 
 # make_sas PERMISSIONS: an account SAS (blob and table, every resource type)
 # for the emulator's account, signed with its key, valid for two hours.
@@ -200,16 +196,16 @@ section "stampfs stat: counters move when files are written"
 check "stampfs stat prints requests.total" eval "'$E2E_STAMPFS' stat '$M' | grep -Eq '^requests.total +[0-9]+'"
 check "stampfs stat --json is one JSON object with the documented keys" eval "'$E2E_STAMPFS' stat --json '$M' |
   python3 -c 'import json,sys; d=json.load(sys.stdin); [d[k] for k in (\"requests.total\",\"requests.blob.put\",\"requests.blob.put_block\",\"requests.blob.commit\",\"requests.table.batch\",\"requests.table.merge\",\"bytes.up\",\"bytes.down\",\"ops.write\",\"cache.dirty_bytes\",\"conflicts\",\"requests.retries\",\"errors.total\")]'"
-before_total=$(stat_value "$M" requests.total)
-before_put=$(stat_value "$M" requests.blob.put)
-before_up=$(stat_value "$M" bytes.up)
-before_writes=$(stat_value "$M" ops.write)
+before_total=$(e2e_stat_value "$M" requests.total)
+before_put=$(e2e_stat_value "$M" requests.blob.put)
+before_up=$(e2e_stat_value "$M" bytes.up)
+before_writes=$(e2e_stat_value "$M" ops.write)
 check "write 5 files of 100 KiB" eval "for i in 1 2 3 4 5; do head -c 102400 /dev/urandom >'$M'/f\$i.bin; done"
 e2e_sync
-after_total=$(stat_value "$M" requests.total)
-after_put=$(stat_value "$M" requests.blob.put)
-after_up=$(stat_value "$M" bytes.up)
-after_writes=$(stat_value "$M" ops.write)
+after_total=$(e2e_stat_value "$M" requests.total)
+after_put=$(e2e_stat_value "$M" requests.blob.put)
+after_up=$(e2e_stat_value "$M" bytes.up)
+after_writes=$(e2e_stat_value "$M" ops.write)
 check "requests.total grew ($before_total -> $after_total)" test "$after_total" -gt "$before_total"
 check "requests.blob.put grew by 5 or more ($before_put -> $after_put)" test "$after_put" -ge $((before_put + 5))
 check "bytes.up grew by 500 KiB or more ($before_up -> $after_up)" test "$after_up" -ge $((before_up + 512000))
