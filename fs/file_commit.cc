@@ -92,8 +92,14 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
     return OnConflict(fp, lock, st.status());
   }
   STAMPFS_RETURN_IF_ERROR(st);
-  if (st->blob != f.blob) Moved(f, *st);
+  const bool moved_away = st->blob != f.blob && !Moved(f, *st);
   f.path = st->path;
+  if (moved_away) {
+    // Renamed (here or elsewhere), and the blob at the new name is not the
+    // rename's copy of this file's base version: another writer's data.
+    return OnConflict(fp, lock,
+                      Status(Code::kPreconditionFailed, f.path + " changed after it was renamed"));
+  }
   f.attr = st->attr;
   // Each attempt carries a new commit id, journaled before it is sent. An
   // answer that does not say whether the blob now holds this data (412/409,
@@ -381,12 +387,15 @@ void FileData::Unstage(OpenFile& f) {
   }
 }
 
-// The file was renamed while open: its blob moved (a server-side copy of the
-// committed version). Staged blocks belong to the old name.
-void FileData::Moved(OpenFile& f, const FileState& st) {
+// The file was renamed while open: its blob moved. Follows it when the blob
+// at the new name is the rename's copy of this file's base version (false:
+// another writer's version is there). Staged blocks belong to the old name.
+bool FileData::Moved(OpenFile& f, const FileState& st) {
+  if (!f.base_etag.empty() && !IsCopyOf(st, f.base_etag)) return false;
   Unstage(f);
   f.blob = st.blob;
   if (!f.base_etag.empty()) f.base_etag = st.blob_etag;
+  return true;
 }
 
 // REQUIRES: `lock` holds fp->mu; fp->busy.

@@ -314,7 +314,7 @@ class FileData {
   // `recorded`: the entry already names this version (CommittedNew).
   Status Committed(OpenFile& f, const std::string& etag, const Attr* recorded = nullptr);
   Status CommittedNew(const FilePtr& fp, Lock& lock, const std::string& etag);
-  void Moved(OpenFile& f, const FileState& state);
+  bool Moved(OpenFile& f, const FileState& state);
   void Unstage(OpenFile& f);
   Status DropChanges(OpenFile& f);
   Status OnConflict(const FilePtr& fp, Lock& lock, const Status& why);

@@ -77,8 +77,8 @@ Result<size_t> FileData::ReadLocked(const FilePtr& fp, Lock& lock, char* buf, si
 }
 
 // A pinned read failed (412/404) on a clean open file. Two cases go on:
-// - the file was renamed: its new blob is a server-side copy of this version
-//   (same size and mtime in the entry), so the cached blocks stay valid;
+// - the file was renamed: its new blob is the rename's server-side copy of
+//   this version (IsCopyOf), so the cached blocks stay valid;
 // - nothing was served yet: the entry lagged its blob (a commit whose entry
 //   merge was lost); adopt the blob's version and read that.
 // Otherwise the version changed under an open reader: an error, never a mix.
@@ -86,8 +86,8 @@ Result<size_t> FileData::ReadLocked(const FilePtr& fp, Lock& lock, char* buf, si
 Status FileData::Reread(OpenFile& f, Lock& lock, const Status& why) {
   const Status changed(Code::kPreconditionFailed, f.path + " changed while open: " + why.message());
   auto now = ns_.GetFile(f.ino, true);
-  if (now.ok() && now->blob != f.blob && now->attr.size == f.remote_size &&
-      now->attr.mtime_ns == f.mtime_ns && !now->blob_etag.empty()) {
+  if (now.ok() && now->blob != f.blob && IsCopyOf(*now, f.base_etag) &&
+      !now->blob_etag.empty()) {
     LogDebug(f.path + ": renamed while open; reading the moved blob");
     f.blob = now->blob;
     f.base_etag = now->blob_etag;

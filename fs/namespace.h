@@ -54,6 +54,18 @@ inline bool IsUnexpectedNotFound(const Status& s) {
 // shows from then on, before and after the commit.
 inline constexpr char kCreatedProperty[] = "crtime";
 
+// An entry property naming the blob versions (ETags, newest first, at most
+// kMovedFromKept) whose server-side copy its blob is: a rename sets it, a
+// commit of new data removes it. An open file based on one of them follows
+// the rename; any other version at the new name is another writer's.
+inline constexpr char kMovedFromProperty[] = "movedfrom";
+inline constexpr size_t kMovedFromKept = 4;
+// Records on `moved` (a copy of the source entry) that its blob is a copy of
+// version `copied_etag` of the source's blob.
+void NoteMovedFrom(const std::string& copied_etag, Entity* moved);
+// Whether `st`'s blob is a rename's copy of version `etag`.
+bool IsCopyOf(const struct FileState& st, const std::string& etag);
+
 struct NamespaceOptions {
   std::string container;
   std::string table;
@@ -100,6 +112,7 @@ struct FileState {
   std::string entity_etag;
   std::string path;
   uint64_t block_size = 0;  // base block size of the blob's layout ("bsize"; 0 = not recorded)
+  std::vector<std::string> moved_from;  // kMovedFromProperty
 };
 
 struct SetAttrRequest {

@@ -2,6 +2,8 @@
 // unlink, setattr, xattrs, file commits.
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "fs/dir_marker.h"
 #include "fs/log.h"
 #include "fs/names.h"
@@ -12,6 +14,18 @@
 namespace stampfs {
 
 namespace {
+
+std::vector<std::string> Split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(sep, start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
 
 Attr NewAttr(uint64_t ino, uint32_t mode, uint32_t uid, uint32_t gid) {
   Attr a;
@@ -259,7 +273,26 @@ Result<FileState> Namespace::FileStateOf(const Entity& entry, const std::string&
   if (const std::string* b = entry.GetString("blob")) s.blob = *b;
   if (const std::string* b = entry.GetString("betag")) s.blob_etag = *b;
   if (int64_t b = entry.GetInt64("bsize"); b > 0) s.block_size = static_cast<uint64_t>(b);
+  if (const std::string* m = entry.GetString(kMovedFromProperty)) s.moved_from = Split(*m, ' ');
   return s;
+}
+
+void NoteMovedFrom(const std::string& copied_etag, Entity* moved) {
+  std::vector<std::string> list{copied_etag};
+  if (const std::string* m = moved->GetString(kMovedFromProperty)) {
+    for (std::string& etag : Split(*m, ' ')) {
+      if (list.size() == kMovedFromKept) break;
+      if (etag != copied_etag) list.push_back(std::move(etag));
+    }
+  }
+  std::string text;
+  for (const std::string& etag : list) text += (text.empty() ? "" : " ") + etag;
+  moved->properties[kMovedFromProperty] = text;
+}
+
+bool IsCopyOf(const FileState& st, const std::string& etag) {
+  return !etag.empty() &&
+         std::find(st.moved_from.begin(), st.moved_from.end(), etag) != st.moved_from.end();
 }
 
 // Read-modify-write of one entry, conditional on its ETag; a stale cached
@@ -366,6 +399,7 @@ Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns
     attr->ctime_ns = std::max(attr->ctime_ns, std::min(mtime_ns, NowNs()));
     AttrToEntity(*attr, entity);
     entity->properties["betag"] = blob_etag;
+    entity->properties.erase(kMovedFromProperty);  // new data, no longer a copy
     if (block_size > 0) entity->properties["bsize"] = static_cast<int64_t>(block_size);
     return Status::Ok();
   };

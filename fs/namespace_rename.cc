@@ -129,6 +129,7 @@ Status MoveFileBlob(BlobStore& blobs, const std::string& container, const Entity
         newer->etag = *copy;
         adopt(*newer, "the blob version another mount wrote during the rename");
       }
+      NoteMovedFrom(etag, moved);
       return Status::Ok();
     }
     Status why = copy.status();
@@ -415,6 +416,7 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
       STAMPFS_RETURN_IF_ERROR(etag);
       moved.properties["blob"] = BlobNameFor(intent.to);
       moved.properties["betag"] = *etag;
+      if (!etag->empty()) NoteMovedFrom(StringOr(*src, "betag"), &moved);
       FaultPoint("rename.after_copy");
     }
     TableOperation del =
@@ -458,7 +460,15 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
           .PermitUnchecked();
     }
   } else {
-    // Removed, or renamed elsewhere by another mount, before this rename moved it.
+    // Removed, or renamed elsewhere by another mount, before or after this
+    // rename moved it. The source's blob version stays only while an entry at
+    // the old name names it (no entry names it: a rename's leftover, a
+    // removal's or a move's that already copied it).
+    if (!intent.is_dir && !intent.betag.empty() &&
+        !(src.ok() && StringOr(*src, "betag") == intent.betag)) {
+      blobs_.Delete(options_.container, intent.blob, Condition::IfMatch(intent.betag))
+          .PermitUnchecked();
+    }
     LogWarning(intent.Describe() + ": the entry is in neither place: dropped");
     STAMPFS_RETURN_IF_ERROR(drop_intent());
     return Status(Code::kNotFound, intent.from + " was removed or renamed by another mount");

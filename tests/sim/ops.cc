@@ -106,10 +106,12 @@ Result<Attr> Executor::ResolveParent(SimMount& m, const std::string& path) {
 // Creates the default mix leaves out (their switches), decided before the
 // POSIX model takes the create.
 std::optional<std::string> Executor::SkipCreate(const Op& op, const Snapshot& before) {
-  if (op.kind != OpKind::kCreate) return std::nullopt;
+  // An append (echo >>) creates the name too when it is free.
+  if (op.kind != OpKind::kCreate && op.kind != OpKind::kAppendClose) return std::nullopt;
   if (!mix_.reuse_unlinked && HeldUnlinked(op.path)) {
     return "the name's old file is open (reuse-unlinked)";
   }
+  if (op.kind != OpKind::kCreate) return std::nullopt;
   const std::string dir = ParentOf(op.path);
   if (!mix_.rename_open && world_.mounts().size() > 1 && dir != "/" && !before.by_path.count(dir)) {
     // The mount may still list a directory another mount renamed: the new
@@ -507,6 +509,7 @@ std::string Executor::Run(Op& op, const Snapshot& before, int step, bool fault_a
       detail = Truncate(op, m, before, step, &status, violation);
       break;
     case OpKind::kAppendClose:
+      if (auto why = SkipCreate(op, before)) return "skipped (skipped: " + *why + ")";
       return AppendClose(op, before, step, fault_armed, violation);
     case OpKind::kPump: {
       const size_t ran = m.data->async() ? m.data->CommitDue() : 0;

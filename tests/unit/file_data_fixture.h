@@ -127,6 +127,18 @@ class FileDataTest : public ::testing::Test {
     return s.ok() ? *s : "";
   }
 
+  // The name of the entry in the root starting with `prefix` ("" if none).
+  std::string EntryStartingWith(Mount& m, const std::string& prefix) {
+    auto listing = m.ns->ReadDir(kRootIno);
+    EXPECT_TRUE(listing.ok());
+    if (listing.ok()) {
+      for (const DirEntry& e : *listing) {
+        if (e.name.rfind(prefix, 0) == 0) return e.name;
+      }
+    }
+    return "";
+  }
+
   Mount ColdReader(const std::string& content, uint64_t* ino, uint64_t capacity = 64ull << 20);
 
   // Writes and commits `content` as a new file through `m`.

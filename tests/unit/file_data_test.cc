@@ -240,12 +240,7 @@ TEST_F(FileDataTest, A412OnCommitSavesAConflictCopyAndLeavesTheWinnerUntouched) 
   Status s = a.data->Flush(ia);
   EXPECT_TRUE(s.Is(Code::kPreconditionFailed)) << s.ToString();
   EXPECT_EQ(Blob("doc.txt"), "BBBB from mount b");
-  auto listing = a.ns->ReadDir(kRootIno);
-  ASSERT_TRUE(listing.ok());
-  std::string copy;
-  for (const DirEntry& e : *listing) {
-    if (e.name.rfind("doc.txt.conflict-testhost-", 0) == 0) copy = e.name;
-  }
+  const std::string copy = EntryStartingWith(a, "doc.txt.conflict-testhost-");
   ASSERT_FALSE(copy.empty()) << "a conflict copy beside the file";
   EXPECT_EQ(copy.back(), 'Z');
   EXPECT_EQ(Blob(copy), "AAAA from mount a");
@@ -348,6 +343,37 @@ TEST_F(FileDataTest, AReaderKeepsReadingAFileRenamedWhileOpen) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(got, content.substr(7 * kBlock, 100));
   ASSERT_TRUE(b.data->Release(attr->ino).ok());
+}
+
+// An open file follows its rename only to the rename's copy of its version
+// (the entry's "movedfrom"): data another mount committed at the new name
+// since is never overwritten by a commit based on the old version.
+TEST_F(FileDataTest, AWriterFollowsItsRenameButNotAnotherMountsLaterVersion) {
+  Mount a = NewMount("a");
+  Mount b = NewMount("b");
+  Commit(a, "before", "original content");
+  uint64_t ia = OpenExisting(a, "before");
+  EXPECT_EQ(ReadAll(a, ia, 16), "original content");  // cached: the write reads nothing
+  ASSERT_TRUE(a.ns->Rename(kRootIno, "before", kRootIno, "after", 0).ok());
+  uint64_t ib = OpenExisting(b, "after");
+  Write(b, ib, "BBBB from mount b", 0);
+  ASSERT_TRUE(b.data->Release(ib).ok());
+  now_ms_ += 60000;  // a's cached entry (its own rename's) has expired
+  Write(a, ia, "AAAA", 0);
+  Status s = a.data->Release(ia);
+  EXPECT_TRUE(s.Is(Code::kPreconditionFailed)) << s.ToString();
+  EXPECT_EQ(Blob("after"), "BBBB from mount b");
+  const std::string copy = EntryStartingWith(a, "after.conflict-testhost-");
+  ASSERT_FALSE(copy.empty()) << "a conflict copy beside the file";
+  EXPECT_EQ(Blob(copy), "AAAAinal content");
+
+  // Without another writer, the commit lands on the renamed file.
+  uint64_t again = OpenExisting(a, "after");
+  EXPECT_EQ(ReadAll(a, again, 17), "BBBB from mount b");
+  ASSERT_TRUE(a.ns->Rename(kRootIno, "after", kRootIno, "final", 0).ok());
+  Write(a, again, "CC", 0);
+  ASSERT_TRUE(a.data->Release(again).ok());
+  EXPECT_EQ(Blob("final"), "CCBB from mount b");
 }
 
 TEST_F(FileDataTest, TruncateGrowShrinkSparseHolesAndAppendRoundTrip) {

@@ -87,6 +87,41 @@ TEST_P(RenameCrashTestP, EveryCrashPointEndsFullyRenamedOrUntouched) {
             << " finished before it\n";
 }
 
+// The rename stops at any call (every later call fails; the move may have
+// been applied) and another mount removes the new name before anything
+// finishes the rename: the roll-forward then finds the entry in neither
+// place and must still delete the source's blob version, which no entry
+// names (it was left as an orphan blob).
+TEST_F(RenameCrashTest, AnUnfinishedRenameWhoseTargetIsRemovedLeavesNoBlob) {
+  int removed_targets = 0;
+  for (int k = 1; k < 40; ++k) {
+    SCOPED_TRACE("crash at call " + std::to_string(k));
+    Reset();
+    Mount m = NewMount();
+    MakeTree(*m.ns);
+    Mount other = NewMount();
+    auto a = m.ns->Lookup(kRootIno, "a");
+    auto other_a = other.ns->Lookup(kRootIno, "a");
+    ASSERT_TRUE(a.ok() && other_a.ok());
+    CrashAt(k, true);
+    const bool renamed = m.ns->Rename(a->ino, "x", a->ino, "z", 0).ok();
+    plan_->Clear();
+    plan_->SetInjector(nullptr);
+    if (renamed) break;  // k is past the rename's last call
+    if (auto gone = other.ns->Unlink(other_a->ino, "z"); gone.ok()) {
+      removed_targets++;  // its blob is the caller's to delete (fs/fuse_ops.cc)
+      if (!gone->blob_etag.empty()) {
+        ASSERT_TRUE(blobs_->Delete(kContainer, gone->blob, Condition::IfMatch(gone->blob_etag)).ok());
+      }
+    }
+    Mount next = NewMount();  // its Init finishes the rename
+    EXPECT_EQ(Intents(), 0u);
+    FsckReport report = Fsck(false);  // blob-without-entry among its findings
+    EXPECT_TRUE(report.findings.empty()) << Findings(report);
+  }
+  EXPECT_GT(removed_targets, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Renames, RenameCrashTestP,
                          ::testing::Combine(::testing::ValuesIn(RenameCases()), ::testing::Bool(),
                                             ::testing::Bool()),
