@@ -148,7 +148,24 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
 // REQUIRES: `lock` holds fp->mu; fp->busy.
 Status FileData::Landed(const FilePtr& fp, Lock& lock, const std::string& etag) {
   if (ns_.IsPending(fp->ino)) return CommittedNew(fp, lock, etag);
-  return Committed(*fp, etag);
+  const Status s = Committed(*fp, etag);
+  if (!s.Is(Code::kNotFound)) return s;
+  // No entry at the name this mount knows (confirmed by a point read): the
+  // blob just written belongs to no file. Removed here: the data goes with
+  // the name (POSIX). Otherwise another mount removed or renamed it (a
+  // rename is not told apart from a removal): the data is kept as a conflict
+  // copy, made while the blob still holds it, never dropped on that inference.
+  OpenFile& f = *fp;
+  f.base_etag = etag;
+  Status kept = Status::Ok();
+  if (f.NameRemoved() || ns_.RemovedHere(f.ino)) {
+    kept = DropChanges(f);
+  } else {
+    kept = OnConflict(fp, lock, s);
+  }
+  blob_requests_++;
+  blobs_.Delete(options_.container, f.blob, Condition::IfMatch(etag)).PermitUnchecked();
+  return kept;
 }
 
 // A new commit id, in the journal before the request that carries it is
@@ -340,6 +357,7 @@ Status FileData::Committed(OpenFile& f, const std::string& etag, const Attr* rec
              attr.status().ToString() + "); the changes stay in the cache journal");
     return attr.status().WithContext("commit " + f.path);
   }
+  if (attr.status().Is(Code::kNotFound)) return attr.status();  // Landed decides
   STAMPFS_RETURN_IF_ERROR(cache_.MarkClean(f.cache_id));
   STAMPFS_RETURN_IF_ERROR(cache_.DropFrom(f.cache_id, f.layout.CountFor(f.size)));
   STAMPFS_RETURN_IF_ERROR(cache_.ClearJournal(f.cache_id));
@@ -349,14 +367,7 @@ Status FileData::Committed(OpenFile& f, const std::string& etag, const Attr* rec
   f.commit_ids.clear();
   f.base_etag = etag;
   f.remote_size = f.size;
-  if (attr.status().Is(Code::kNotFound)) {
-    // Confirmed by a point read (Namespace::ConfirmNotFound): the blob just
-    // written belongs to no file. Removed unless someone rewrote it since.
-    LogInfo(f.path + ": removed by another mount while being written; its blob is dropped");
-    blob_requests_++;
-    blobs_.Delete(options_.container, f.blob, Condition::IfMatch(etag)).PermitUnchecked();
-  }
-  f.entity_stale = !attr.ok() && !attr.status().Is(Code::kNotFound);
+  f.entity_stale = !attr.ok();
   f.merged_ctime = attr.ok() ? attr->ctime_ns : 0;
   if (f.entity_stale) {
     // The data is safe in the blob; the entry lags and is repaired by the

@@ -166,7 +166,10 @@ Status FileData::ReplayOne(const CacheFileInfo& info) {
   std::vector<uint64_t> held;
   auto where = Resolve(j.path, &held);
   uint64_t ino = j.ino;
-  if (where.status().Is(Code::kNotFound) && j.base_etag.empty()) {
+  // Journaled while its create was deferred (attributes recorded): its entry
+  // was never inserted, even when its first blob write landed (base ETag).
+  const bool never_inserted = j.base_etag.empty() || j.mode != 0;
+  if (where.status().Is(Code::kNotFound) && never_inserted) {
     // A new file whose entry was never inserted (created without O_EXCL,
     // the daemon died before its first commit): created under its name.
     auto parent = Resolve(ParentPath(j.path), &held);
@@ -226,6 +229,12 @@ Status FileData::ReplayOne(const CacheFileInfo& info) {
       LogWarning("dirty journal: " + j.path + " was removed or replaced before its changes " +
                  "were committed; they were saved as " + *copy);
       cache_.Discard(f.cache_id).PermitUnchecked();
+      if (j.mode != 0 && !j.base_etag.empty() && where.status().Is(Code::kNotFound)) {
+        // The first blob write of a create whose entry never came: no file's.
+        blob_requests_++;
+        blobs_.Delete(options_.container, f.blob, Condition::IfMatch(j.base_etag))
+            .PermitUnchecked();
+      }
     }
   }
   ForgetLookups(held);
