@@ -38,6 +38,12 @@ bool ValidBlockSize(uint64_t size) {
   return size >= kMinBlockSize && size <= kMaxBlockSize && (size & (size - 1)) == 0;
 }
 
+uint64_t RewriteBlockSize(uint64_t size) {
+  uint64_t base = kMinBlockSize;
+  while (base < kMaxBlockSize && base * kRewriteBlocks < size) base <<= 1;
+  return base;
+}
+
 std::string WriterBlockId(uint64_t tag, uint64_t index) {
   char digits[33];
   std::snprintf(digits, sizeof(digits), "%016llx%016llx", static_cast<unsigned long long>(tag),

@@ -7,6 +7,12 @@
 // 16 MiB, ...: a 200 GiB file needs about 25,300 blocks, and 50,000 blocks
 // (the Azure limit) hold 31 * 10,000 * B = 1.2 TiB. Nothing is tuned per file.
 //
+// Files rewritten in place (a commit that changes a small part of an
+// existing version: databases, logs appended to) move to a finer layout,
+// RewriteBlockSize(size): about kRewriteBlocks blocks, at least 16 KiB
+// each, so such a commit uploads its changes plus at most one block on
+// either side of each changed range (fs/file_commit.cc, docs/design.md).
+//
 // Block ids: canonical base64 of 32 hex digits = 16 hex digits of a per-writer
 // random tag + 16 hex digits of the block index. Every id has the length of
 // BlockIdFor's (storage/blob_store.h), so all ids of a blob share one length,
@@ -21,7 +27,9 @@ namespace stampfs {
 inline constexpr uint64_t kBlocksPerTier = 10000;
 inline constexpr uint64_t kMaxBlocks = 50000;
 inline constexpr uint64_t kDefaultBlockSize = 4ull << 20;
-inline constexpr uint64_t kMinBlockSize = 64ull << 10;
+inline constexpr uint64_t kMinBlockSize = 16ull << 10;        // a rewrite layout's smallest
+inline constexpr uint64_t kMinOptionBlockSize = 64ull << 10;  // -o block_size's smallest
+inline constexpr uint64_t kRewriteBlocks = 4096;
 inline constexpr uint64_t kMaxBlockSize = 64ull << 20;  // tier 4 blocks stay under 4000 MiB
 
 class BlockLayout {
@@ -48,6 +56,16 @@ class BlockLayout {
 
 // True for a block size the layout accepts: a power of two in [kMinBlockSize, kMaxBlockSize].
 bool ValidBlockSize(uint64_t size);
+
+// The base block size of the rewrite layout for a file of `size` bytes: the
+// smallest power of two >= kMinBlockSize with at most kRewriteBlocks blocks
+// of it covering `size` (a layout of this base holds 31 * 10,000 / 4096 = 75
+// times `size` within kMaxBlocks).
+uint64_t RewriteBlockSize(uint64_t size);
+// A rewrite layout: below what -o block_size may set for new files.
+inline bool IsRewriteLayout(const BlockLayout& layout) {
+  return layout.base() < kMinOptionBlockSize;
+}
 
 // base64 of "%016x%016x" (tag, index): 44 characters, like BlockIdFor.
 std::string WriterBlockId(uint64_t tag, uint64_t index);

@@ -113,6 +113,7 @@ Status FileData::Bind(OpenFile& f, const FileState& st) {
   f.tag = NewWriterTag();
   f.commit_ids.clear();
   f.dirty = f.journaled = f.entity_stale = f.served = false;
+  f.written = f.rewrite_waste = 0;
   f.merged_ctime = 0;
   f.upload_error = Status::Ok();
   f.next_read = f.prefetched = 0;
