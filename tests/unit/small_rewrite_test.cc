@@ -27,6 +27,9 @@ TEST(BlockLayoutTest, RewriteBlockSizeKeepsAbout4096BlocksAndRoomToGrow) {
   EXPECT_EQ(RewriteBlockSize((64ull << 20) + 1), 2 * kMinBlockSize);
   EXPECT_EQ(RewriteBlockSize(1ull << 30), 256ull << 10);
   EXPECT_EQ(RewriteBlockSize(1ull << 50), kMaxBlockSize);
+  EXPECT_GE(BlockLayout(kMinBlockSize).MaxFileSize(), 7ull << 40) << "a database may grow";
+  EXPECT_EQ(BlockLayout(kMinBlockSize).MaxFileSize(), 2000 * kMinBlockSize * ((1ull << 18) - 1));
+  EXPECT_EQ(BlockLayout().MaxFileSize(), 31 * 10000 * kDefaultBlockSize);
   for (uint64_t size : {1ull << 20, 100ull << 20, 3ull << 30}) {
     const BlockLayout layout(RewriteBlockSize(size));
     EXPECT_TRUE(ValidBlockSize(layout.base()));
