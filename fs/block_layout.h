@@ -42,7 +42,8 @@ class BlockLayout {
  public:
   BlockLayout() : BlockLayout(kDefaultBlockSize) {}
   explicit BlockLayout(uint64_t base)
-      : base_(base), per_tier_(base < kMinOptionBlockSize ? kRewriteBlocksPerTier : kBlocksPerTier) {}
+      : base_(base),
+        per_tier_(base < kMinOptionBlockSize ? kRewriteBlocksPerTier : kBlocksPerTier) {}
 
   uint64_t base() const { return base_; }
   // Blocks of one size before the size doubles.

@@ -1,21 +1,21 @@
 // FileData: committing an open file's changes, and conflicts.
 //
-// Protocol: the blob first (Put Blob up to single_put_limit, else the
-// remaining dirty blocks staged and Put Block List naming untouched blocks by
-// their committed ids), conditional on If-Match:<base ETag> or
-// If-None-Match:* for a file without a blob; then the entry merge (size,
+// Protocol: the blob first (Put Blob up to single_put_limit but for a rewrite
+// layout, else the remaining dirty blocks staged and Put Block List naming
+// untouched blocks by their committed ids), conditional on If-Match:<base ETag>
+// or If-None-Match:* for a file without a blob; then the entry merge (size,
 // mtime, blob ETag, block size). Every blob write carries a commit id (blob
 // metadata "commit"), journaled before it is sent; an answer that leaves the
 // outcome open (412/409, timeout, cut connection) is resolved by reading the
-// blob's id: ours means the write landed. A 412/409 from a blob without one
-// of our ids means another writer committed first: ConflictPolicy decides.
-// A failed entry merge after a committed blob is repaired by the next access
+// blob's id: ours means the write landed. A 412/409 from a blob without one of
+// our ids means another writer committed first: ConflictPolicy decides. A
+// failed entry merge after a committed blob is repaired by the next access
 // (Adopt, file_recovery.cc); nothing is deleted on an unconfirmed 404.
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
 #include <optional>
 #include <random>

@@ -3,7 +3,8 @@
 // Layout (fs/block_layout.h): files up to single_put_limit are committed with
 // one Put Blob; larger ones are block blobs whose block k covers a fixed
 // range given the file's base block size (entry property and blob metadata
-// "bsize").
+// "bsize"). A file rewritten in place moves to a finer base once and is a
+// block blob from then on, whatever its size (FileData::WriteBlob).
 //
 // Write-back: writes land in the file's sparse cache file (cache/block_cache.h).
 // A partially overwritten block of a committed version is fetched first
