@@ -324,6 +324,35 @@ Status BlockCache::DropFrom(int64_t id, uint64_t first) {
   return index_->DeleteBlocksFrom(id, first);
 }
 
+Status BlockCache::Relayout(int64_t id, uint64_t block_size, const std::vector<BlockRow>& rows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  File* f = Find(id);
+  if (f == nullptr) return Status(Code::kNotFound, "cache file " + std::to_string(id));
+  std::vector<BlockRow> placed = rows;
+  for (BlockRow& r : placed) {
+    r.file = id;
+    r.access = ++clock_;
+  }
+  STAMPFS_RETURN_IF_ERROR(index_->Begin());
+  Status s = index_->DeleteBlocksFrom(id, 0);
+  if (s.ok()) s = index_->SetBlockSize(id, block_size);
+  for (size_t i = 0; s.ok() && i < placed.size(); ++i) s = index_->PutBlock(placed[i]);
+  if (s.ok()) s = index_->Commit();
+  if (!s.ok()) {
+    index_->Rollback().PermitUnchecked();  // the memory view stays as it was
+    return s;
+  }
+  for (auto it = f->blocks.begin(); it != f->blocks.end();) DropBlock(*f, it++);
+  for (const BlockRow& r : placed) {
+    Block& b = f->blocks[r.index];
+    b.row = r;
+    Account(*f, b, +1);
+    if (r.state == BlockState::kClean) LruInsert(b);
+  }
+  f->info.block_size = block_size;
+  return Status::Ok();
+}
+
 Status BlockCache::MarkClean(int64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   File* f = Find(id);

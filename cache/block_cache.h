@@ -91,6 +91,10 @@ class BlockCache {
   // or its place changes; extent growth alone is kept in memory.
   Status Set(int64_t id, uint64_t k, BlockState state, uint64_t offset, uint64_t length,
              uint64_t extent);
+  // The file's layout changed to base block size `block_size`: its blocks
+  // are replaced by `rows` in one transaction (the data file is untouched:
+  // the caller made every byte the rows cover local).
+  Status Relayout(int64_t id, uint64_t block_size, const std::vector<BlockRow>& rows);
   // Every cached block of the file.
   std::map<uint64_t, BlockState> Blocks(int64_t id);
   // Forgets blocks >= first (after a truncate; the caller truncates the data).

@@ -28,6 +28,7 @@ constexpr const char* kSchema =
 enum Stmt {
   kInsertFile,
   kUpdateVersion,
+  kSetBlockSize,
   kSetJournal,
   kClearJournal,
   kDeleteFile,
@@ -41,12 +42,14 @@ enum Stmt {
   kSelectBlocks,
   kBegin,
   kCommit,
+  kRollback,
   kStmtCount
 };
 
 constexpr const char* kSql[kStmtCount] = {
     "INSERT INTO files(blob, etag, bsize) VALUES(?1, ?2, ?3)",
     "UPDATE files SET blob = ?2, etag = ?3 WHERE id = ?1",
+    "UPDATE files SET bsize = ?2 WHERE id = ?1",
     "UPDATE files SET journaled = 1, j_ino = ?2, j_path = ?3, j_base = ?4, j_size = ?5,"
     " j_remote = ?6, j_mtime = ?7, j_tag = ?8, j_commits = ?9, j_mode = ?10, j_uid = ?11,"
     " j_gid = ?12 WHERE id = ?1",
@@ -64,6 +67,7 @@ constexpr const char* kSql[kStmtCount] = {
     "SELECT file, idx, offset, length, extent, state, access FROM blocks ORDER BY access",
     "BEGIN IMMEDIATE",
     "COMMIT",
+    "ROLLBACK",
 };
 
 Status SqlError(sqlite3* db, int rc, const std::string& what) {
@@ -226,6 +230,10 @@ Status BlockIndex::UpdateVersion(int64_t id, const std::string& blob, const std:
   return Use(db_, stmts_->s[kUpdateVersion]).Int(1, id).Text(2, blob).Text(3, etag).Run("rekey");
 }
 
+Status BlockIndex::SetBlockSize(int64_t id, uint64_t block_size) {
+  return Use(db_, stmts_->s[kSetBlockSize]).Int(1, id).U64(2, block_size).Run("set block size");
+}
+
 Status BlockIndex::SetJournal(int64_t id, const std::optional<JournalRecord>& j, bool durable) {
   if (!j) return Use(db_, stmts_->s[kClearJournal]).Int(1, id).Run("clear journal");
   if (durable) STAMPFS_RETURN_IF_ERROR(Exec(db_, "PRAGMA synchronous = FULL", "sync journal"));
@@ -322,5 +330,6 @@ Result<std::vector<BlockRow>> BlockIndex::Blocks() {
 
 Status BlockIndex::Begin() { return Use(db_, stmts_->s[kBegin]).Run("begin"); }
 Status BlockIndex::Commit() { return Use(db_, stmts_->s[kCommit]).Run("commit"); }
+Status BlockIndex::Rollback() { return Use(db_, stmts_->s[kRollback]).Run("rollback"); }
 
 }  // namespace stampfs

@@ -70,6 +70,7 @@ class BlockIndex {
 
   Result<int64_t> InsertFile(const std::string& blob, const std::string& etag, uint64_t block_size);
   Status UpdateVersion(int64_t id, const std::string& blob, const std::string& etag);
+  Status SetBlockSize(int64_t id, uint64_t block_size);
   // `durable`: synced to disk before it returns (synchronous=FULL for this
   // transaction; the WAL sync covers every earlier one too).
   Status SetJournal(int64_t id, const std::optional<JournalRecord>& journal, bool durable = false);
@@ -88,6 +89,7 @@ class BlockIndex {
   // Groups many changes into one transaction (eviction, shutdown).
   Status Begin();
   Status Commit();
+  Status Rollback();
 
  private:
   struct Statements;

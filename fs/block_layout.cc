@@ -7,24 +7,30 @@
 
 namespace stampfs {
 
-// Tier t starts after kBlocksPerTier blocks of each size B << i, i < t:
-// kBlocksPerTier * B * (2^t - 1).
+// Tier t starts after per_tier blocks of each size B << i, i < t:
+// per_tier * B * (2^t - 1).
 uint64_t BlockLayout::StartOf(uint64_t k) const {
-  const uint64_t tier = k / kBlocksPerTier;
-  const uint64_t tier_start = kBlocksPerTier * base_ * ((1ull << tier) - 1);
-  return tier_start + (k % kBlocksPerTier) * (base_ << tier);
+  const uint64_t tier = k / per_tier_;
+  const uint64_t tier_start = per_tier_ * base_ * ((1ull << tier) - 1);
+  return tier_start + (k % per_tier_) * (base_ << tier);
 }
 
 uint64_t BlockLayout::IndexAt(uint64_t offset) const {
   uint64_t tier = 0;
   uint64_t tier_start = 0;
   for (;;) {
-    const uint64_t tier_bytes = kBlocksPerTier * (base_ << tier);
+    const uint64_t tier_bytes = per_tier_ * (base_ << tier);
     if (offset < tier_start + tier_bytes || tier >= 40) break;
     tier_start += tier_bytes;
     ++tier;
   }
-  return tier * kBlocksPerTier + (offset - tier_start) / (base_ << tier);
+  return tier * per_tier_ + (offset - tier_start) / (base_ << tier);
+}
+
+uint64_t BlockLayout::MaxFileSize() const {
+  uint64_t blocks = 0;
+  while (blocks < kMaxBlocks && SizeOf(blocks) <= kMaxBlockBytes) blocks += per_tier_;
+  return StartOf(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 
 uint64_t BlockLayout::LengthIn(uint64_t k, uint64_t size) const {
@@ -36,6 +42,12 @@ uint64_t BlockLayout::LengthIn(uint64_t k, uint64_t size) const {
 
 bool ValidBlockSize(uint64_t size) {
   return size >= kMinBlockSize && size <= kMaxBlockSize && (size & (size - 1)) == 0;
+}
+
+uint64_t RewriteBlockSize(uint64_t size) {
+  uint64_t base = kMinBlockSize;
+  while (base < kMaxBlockSize && base * kRewriteBlocks < size) base <<= 1;
+  return base;
 }
 
 std::string WriterBlockId(uint64_t tag, uint64_t index) {

@@ -22,6 +22,9 @@ Counter g_cache_hits{"cache.hits"};
 Counter g_cache_misses{"cache.misses"};
 }  // namespace
 
+// File data sent to the blob store (Put Blob and Put Block bodies).
+Counter g_data_up{"bytes.data_up"};
+
 // Makes block k's bytes local when they belong to the base version and are
 // not cached. One fetch per block at a time; others wait for it, and for the
 // read-ahead stream when it brings the block next. A wait ends when this
@@ -101,6 +104,7 @@ Status FileData::PutBlock(const std::string& blob, const std::string& id, int fd
     return n < 0 ? 0 : static_cast<size_t>(n);
   };
   blob_requests_++;
+  g_data_up.Add(length);
   return blobs_.PutBlock(options_.container, blob, id, body).WithContext("stage block of " + blob);
 }
 

@@ -1,21 +1,23 @@
 // FileData: committing an open file's changes, and conflicts.
 //
-// Protocol: the blob first (Put Blob up to single_put_limit, else the
-// remaining dirty blocks staged and Put Block List naming untouched blocks by
-// their committed ids), conditional on If-Match:<base ETag> or
-// If-None-Match:* for a file without a blob; then the entry merge (size,
+// Protocol: the blob first (Put Blob up to single_put_limit but for a rewrite
+// layout, else the remaining dirty blocks staged and Put Block List naming
+// untouched blocks by their committed ids), conditional on If-Match:<base ETag>
+// or If-None-Match:* for a file without a blob; then the entry merge (size,
 // mtime, blob ETag, block size). Every blob write carries a commit id (blob
 // metadata "commit"), journaled before it is sent; an answer that leaves the
 // outcome open (412/409, timeout, cut connection) is resolved by reading the
-// blob's id: ours means the write landed. A 412/409 from a blob without one
-// of our ids means another writer committed first: ConflictPolicy decides.
-// A failed entry merge after a committed blob is repaired by the next access
+// blob's id: ours means the write landed. A 412/409 from a blob without one of
+// our ids means another writer committed first: ConflictPolicy decides. A
+// failed entry merge after a committed blob is repaired by the next access
 // (Adopt, file_recovery.cc); nothing is deleted on an unconfirmed 404.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <optional>
 #include <random>
 
 #include "fs/blob_times.h"
@@ -28,10 +30,17 @@
 
 namespace stampfs {
 
+extern Counter g_data_up;  // file_blocks.cc
+
 namespace {
 
 // Commits another mount won first (whatever the policy then did).
 Counter g_conflicts{"conflicts"};
+// Files moved to the rewrite layout (fs/block_layout.h).
+Counter g_relayouts{"relayouts"};
+
+// Smaller files are put whole whatever their changes.
+constexpr uint64_t kRewriteMinFile = 4 * kMinBlockSize;
 
 bool IsConflict(const Status& s) {
   return s.Is(Code::kPreconditionFailed) || s.Is(Code::kAlreadyExists);
@@ -230,9 +239,28 @@ Status FileData::CommittedNew(const FilePtr& fp, Lock& lock, const std::string& 
 Result<std::string> FileData::WriteBlob(const FilePtr& fp, Lock& lock, const std::string& blob,
                                         const Condition& cond, bool same_blob, uint64_t* lost) {
   OpenFile& f = *fp;
+  const uint64_t tag = same_blob ? f.tag : NewWriterTag();
+  std::optional<BlockPlan> plan;
+  // Ski rental: an in-place commit pays what it uploads beyond what was
+  // written; once that adds up to half the file, the file moves to the
+  // rewrite layout (one upload of the whole file). Put whole, it adds up at once.
+  if (same_blob && f.layout.base() > RewriteBlockSize(f.size) && RewritesInPlace(f)) {
+    uint64_t upload = f.size;
+    if (!PutsWhole(f, true)) {
+      auto planned = PlanBlocks(f, true, tag);
+      STAMPFS_RETURN_IF_ERROR(planned);
+      upload = PlannedBytes(f, *planned);
+      plan = std::move(*planned);
+    }
+    f.rewrite_waste += upload - std::min(upload, f.written);
+    if (f.rewrite_waste >= f.size / 2) {
+      STAMPFS_RETURN_IF_ERROR(Relayout(f, lock));
+      plan.reset();
+    }
+  }
   const BlobMetadata meta =
       MetadataFor(f, same_blob && !f.commit_ids.empty() ? f.commit_ids.back() : 0);
-  if (f.size <= options_.single_put_limit) {
+  if (PutsWhole(f, same_blob)) {
     const uint64_t count = f.layout.CountFor(f.size);
     PinRange pins(cache_, f.cache_id, 0, count == 0 ? 0 : count - 1);
     STAMPFS_RETURN_IF_ERROR(MaterializeAll(f, lock, !same_blob, lost));
@@ -244,14 +272,64 @@ Result<std::string> FileData::WriteBlob(const FilePtr& fp, Lock& lock, const std
       return n < 0 ? 0 : static_cast<size_t>(n);
     };
     blob_requests_++;
+    g_data_up.Add(f.size);
     return blobs_.Put(options_.container, blob, body, meta, cond);
   }
-  const uint64_t tag = same_blob ? f.tag : NewWriterTag();
-  auto plan = PlanBlocks(f, same_blob, tag);
-  STAMPFS_RETURN_IF_ERROR(plan);
+  if (!plan) {
+    auto planned = PlanBlocks(f, same_blob, tag);
+    STAMPFS_RETURN_IF_ERROR(planned);
+    plan = std::move(*planned);
+  }
   STAMPFS_RETURN_IF_ERROR(RunUploads(fp, lock, blob, tag, plan->uploads, same_blob, lost));
   blob_requests_++;
   return blobs_.PutBlockList(options_.container, blob, plan->refs, meta, cond, LocalContentMd5(f));
+}
+
+// One Put Blob: a small file, unless it has the rewrite layout (then its
+// unchanged blocks are kept by id).
+bool FileData::PutsWhole(const OpenFile& f, bool same_blob) const {
+  return f.size <= options_.single_put_limit && !(same_blob && IsRewriteLayout(f.layout));
+}
+
+// The commit changes a small part of an existing version (at most half of
+// the file was written) of a file worth keeping in blocks, that fits the
+// cache (a relayout makes all of it local).
+bool FileData::RewritesInPlace(const OpenFile& f) {
+  return !f.base_etag.empty() && f.remote_size > 0 && f.size >= kRewriteMinFile &&
+         f.written <= f.size / 2 && f.size <= cache_.Capacity() / 4;
+}
+
+// Bytes of the blocks the plan sends (uploaded now or staged before).
+uint64_t FileData::PlannedBytes(const OpenFile& f, const BlockPlan& plan) const {
+  uint64_t bytes = 0;
+  for (size_t k = 0; k < plan.refs.size(); ++k) {
+    if (plan.refs[k].source != BlockRef::Source::kCommitted) bytes += f.layout.LengthIn(k, f.size);
+  }
+  return bytes;
+}
+
+// Moves the file to the rewrite layout for its size: every byte local
+// (fetched from the base version when not cached), then indexed as dirty
+// blocks of the new layout, so this commit uploads the whole file once.
+// REQUIRES: `lock` holds f.mu; f.busy; idle.
+Status FileData::Relayout(OpenFile& f, Lock& lock) {
+  const BlockLayout next(RewriteBlockSize(f.size));
+  const uint64_t count = f.layout.CountFor(f.size);
+  // Held until the new rows are in: clean blocks stay unevicted meanwhile.
+  PinRange pins(cache_, f.cache_id, 0, count == 0 ? 0 : count - 1);
+  STAMPFS_RETURN_IF_ERROR(MaterializeAll(f, lock, false, nullptr));
+  std::vector<BlockRow> rows;
+  for (uint64_t k = 0; k < next.CountFor(f.size); ++k) {
+    rows.push_back(BlockRow{f.cache_id, k, next.StartOf(k), next.SizeOf(k),
+                            next.LengthIn(k, f.size), BlockState::kDirty, 0});
+  }
+  STAMPFS_RETURN_IF_ERROR(cache_.Relayout(f.cache_id, next.base(), rows));
+  LogDebug(f.path + ": rewritten in place: blocks of " + std::to_string(next.base()) +
+           " bytes from now on (were " + std::to_string(f.layout.base()) + ")");
+  g_relayouts.Add();
+  f.layout = next;
+  f.rewrite_waste = 0;
+  return Status::Ok();
 }
 
 // Every block of a small file local (fetched from the base version when not
@@ -364,6 +442,7 @@ Status FileData::Committed(OpenFile& f, const std::string& etag, const Attr* rec
   STAMPFS_RETURN_IF_ERROR(cache_.Rekey(f.cache_id, f.blob, etag));
   f.journaled = false;
   f.dirty = false;
+  f.written = 0;
   f.commit_ids.clear();
   f.base_etag = etag;
   f.remote_size = f.size;

@@ -113,6 +113,7 @@ Status FileData::Bind(OpenFile& f, const FileState& st) {
   f.tag = NewWriterTag();
   f.commit_ids.clear();
   f.dirty = f.journaled = f.entity_stale = f.served = false;
+  f.written = f.rewrite_waste = 0;
   f.merged_ctime = 0;
   f.upload_error = Status::Ok();
   f.next_read = f.prefetched = 0;
@@ -253,6 +254,9 @@ Status FileData::Release(uint64_t ino) {
   Status s = CommitLocked(f, lock);  // refs stays 1: an open meanwhile shares the file
   if (--f->refs > 0) return s;
   WaitIdle(*f, lock);
+  // An open while WaitIdle let the lock go (sqlite3 closes a database and
+  // opens it again at once) shares the file: it stays loaded.
+  if (f->refs > 0) return s;
   if (f->dirty && !s.Is(Code::kPreconditionFailed)) {
     // The service failed: the file stays loaded with its changes (opens here
     // see them); the next close or fsync commits them (async: the pipeline

@@ -3,7 +3,8 @@
 // Layout (fs/block_layout.h): files up to single_put_limit are committed with
 // one Put Blob; larger ones are block blobs whose block k covers a fixed
 // range given the file's base block size (entry property and blob metadata
-// "bsize").
+// "bsize"). A file rewritten in place moves to a finer base once and is a
+// block blob from then on, whatever its size (FileData::WriteBlob).
 //
 // Write-back: writes land in the file's sparse cache file (cache/block_cache.h).
 // A partially overwritten block of a committed version is fetched first
@@ -213,6 +214,8 @@ class FileData {
     // last; journaled): a blob carrying one holds this file's data.
     std::vector<uint64_t> commit_ids;
     bool dirty = false;  // differs from the committed version
+    uint64_t written = 0;        // bytes written or truncated since the last commit
+    uint64_t rewrite_waste = 0;  // uploaded beyond `written` by in-place commits (this layout)
     bool journaled = false;
     uint64_t journaled_size = 0;
     bool entity_stale = false;  // committed, but the entry merge failed
@@ -307,6 +310,10 @@ class FileData {
   Result<std::string> WriteBlob(const FilePtr& fp, Lock& lock, const std::string& blob,
                                 const Condition& cond, bool same_blob, uint64_t* lost);
   Status MaterializeAll(OpenFile& f, Lock& lock, bool lossy, uint64_t* lost);
+  bool PutsWhole(const OpenFile& f, bool same_blob) const;
+  bool RewritesInPlace(const OpenFile& f);
+  uint64_t PlannedBytes(const OpenFile& f, const BlockPlan& plan) const;
+  Status Relayout(OpenFile& f, Lock& lock);
   Result<BlockPlan> PlanBlocks(OpenFile& f, bool same_blob, uint64_t tag);
   std::vector<std::string> ReusableIds(const OpenFile& f, const BlockList& list) const;
   // file_digest.cc: base64 MD5 of the content from the cache file ("" unless all local).

@@ -167,6 +167,7 @@ Result<size_t> FileData::WriteLocked(const FilePtr& fp, Lock& lock, const char* 
                                        f.layout.SizeOf(k), f.layout.LengthIn(k, new_size)));
   }
   f.size = new_size;
+  f.written += size;
   f.mtime_ns = Now();
   f.dirty = true;
   f.served = true;
@@ -205,6 +206,7 @@ Status FileData::TruncateLocked(OpenFile& f, Lock& lock, uint64_t size) {
                    f.layout.LengthIn(k, size));
   }
   if (s.ok()) {
+    f.written += size > f.size ? size - f.size : f.size - size;
     f.size = size;
     f.mtime_ns = Now();
     f.dirty = true;

@@ -37,7 +37,8 @@ std::string StatUsage() {
   return "usage: stampfs stat [--json] MOUNTPOINT\n"
          "  prints the live counters of the daemon serving MOUNTPOINT: operations by kind\n"
          "  (ops.*), HTTP requests by kind (requests.blob.*, requests.table.*, requests.total,\n"
-         "  .retries, .failed, .throttled), bytes.up/down, cache.*, conflicts, errors.*;\n"
+         "  .retries, .failed, .throttled), bytes.up/down, bytes.data_up (file data sent),\n"
+         "  relayouts, cache.*, conflicts, errors.*;\n"
          "  --json prints them as one flat JSON object\n";
 }
 

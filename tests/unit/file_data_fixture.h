@@ -73,8 +73,8 @@ class FileDataTest : public ::testing::Test {
     m.blocks = std::move(*bc);
     FileDataOptions fo;
     fo.container = kContainer;
-    fo.block_size = kBlock;
-    fo.single_put_limit = 2 * kBlock;
+    fo.block_size = block_size_;
+    fo.single_put_limit = single_put_limit_;
     fo.conflict = policy;
     fo.host = "testhost";
     if (now_) fo.now_ns = now_;
@@ -149,6 +149,8 @@ class FileDataTest : public ::testing::Test {
   }
 
   std::function<int64_t()> now_;  // FileData's clock when set
+  uint64_t block_size_ = kBlock;  // of new files
+  uint64_t single_put_limit_ = 2 * kBlock;
   // -1: commit=close; else commit=async with this many pipeline threads
   // (0: none, the test runs CommitDue).
   int async_threads_ = -1;

@@ -514,6 +514,35 @@ TEST_F(FileDataTest, AReaderGetsEachBlockAsItArrivesAndAJumpAheadDoesNotWait) {
   ASSERT_TRUE(b.data->Release(ino).ok());
 }
 
+// sqlite3 opens a database read-only, closes it and opens it again at once:
+// the kernel's release of the first open may run while the second opens.
+TEST_F(FileDataTest, AnOpenWhileTheLastReleaseWaitsForTheStreamKeepsTheFileOpen) {
+  const std::string content = Pattern(12 * kBlock, 33);
+  uint64_t ino = 0;
+  Mount b = ColdReader(content, &ino);
+  std::atomic<bool> hold{true}, held{false};
+  plan_->SetStreamHook([&](uint64_t at) {
+    while (at >= 2 * kBlock && hold.load()) {  // deaf to the cancel: a slow service
+      held = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return Status::Ok();
+  });
+  std::string head(20000, '\0');
+  ASSERT_TRUE(b.data->Read(ino, head.data(), head.size(), 0).ok());
+  ASSERT_TRUE(Eventually([&] { return held.load(); })) << "the read-ahead stream runs";
+  std::thread closer([&] { EXPECT_TRUE(b.data->Release(ino).ok()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // waits for the stream
+  ASSERT_TRUE(b.data->Open(ino, OpenFlags{false, false, false}).ok());
+  hold = false;
+  closer.join();
+  std::string mid(100, '\0');
+  auto r = b.data->Read(ino, mid.data(), mid.size(), 5 * kBlock);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(mid, content.substr(5 * kBlock, 100));
+  ASSERT_TRUE(b.data->Release(ino).ok());
+}
+
 TEST_F(FileDataTest, AVersionChangedMidStreamIsAnErrorNeverAMix) {
   const std::string v1 = Pattern(16 * kBlock, 32);
   uint64_t ib = 0;
