@@ -45,9 +45,11 @@ FileData::FileData(Namespace& ns, BlobStore& blobs, BlockCache& cache, FileDataO
     commits_ = std::make_unique<WorkQueue>(options_.commit_threads);
     if (options_.async_commit) scheduler_ = std::thread([this] { RunScheduler(); });
   }
+  ns_.OnBlobMoved([this](const BlobMove& move) { BlobMoved(move); });
 }
 
 FileData::~FileData() {
+  ns_.OnBlobMoved(nullptr);
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     stopping_ = true;
@@ -355,6 +357,18 @@ void FileData::Renamed(uint64_t ino) {
   f->path = *path;
   Status s = Journal(*f, true);
   if (!s.ok()) LogWarning(*path + ": journaling the new name failed: " + s.ToString());
+}
+
+// The copy holds the same bytes under a new ETag: the cached blocks and the
+// kernel's pages of the inode stay valid for it (never for another version:
+// both are keyed by the exact ETag the copy got).
+void FileData::BlobMoved(const BlobMove& move) {
+  cache_.MoveVersion(move.from_blob, move.from_etag, move.to_blob, move.to_etag);
+  auto seen = recent_.Get(move.ino);
+  if (seen && seen->etag == move.from_etag) {
+    seen->etag = move.to_etag;
+    recent_.Put(move.ino, *seen);
+  }
 }
 
 void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string& etag) {

@@ -140,6 +140,9 @@ class FileData {
   // The file's name changed: a journal row of its changes follows (a replay
   // after a crash commits them under the new name).
   void Renamed(uint64_t ino);
+  // A rename copied the file's blob (Namespace::OnBlobMoved): its cached
+  // version is the copy's now.
+  void BlobMoved(const BlobMove& move);
   // chmod, chown, utimens: the entry; a file not open here also gets them in
   // its blob's metadata (fs/file_times.cc).
   Result<Attr> SetAttr(uint64_t ino, const SetAttrRequest& request);

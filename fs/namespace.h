@@ -116,7 +116,13 @@ struct BlobVersionChange {
   std::string old_etag;
   std::string new_etag;
 };
-
+// A rename's server-side copy, pinned to the source's version: blob
+// `to_blob` at `to_etag` holds exactly the bytes of `from_blob` at `from_etag`.
+struct BlobMove {
+  uint64_t ino = 0;
+  std::string from_blob, from_etag;
+  std::string to_blob, to_etag;
+};
 
 class Namespace {
  public:
@@ -217,6 +223,12 @@ class Namespace {
   // thread of its own (fs/discovery.h) until this Namespace is destroyed.
   // Call after daemonizing (a fork keeps no threads).
   void StartDiscovery(double interval_s);
+
+  // Told of every blob this mount's renames copy (on the renaming thread),
+  // so cached data follows the file. Set before serving (not synchronized).
+  void OnBlobMoved(std::function<void(const BlobMove&)> listener) {
+    blob_moved_ = std::move(listener);
+  }
 
   const NamespaceOptions& options() const { return options_; }
   // Attributes as shown to the kernel (uid/gid/umask overrides applied).
@@ -330,6 +342,9 @@ class Namespace {
   bool MayTakeOver(const RenameIntent& intent) const;
   Status MoveChildren(const std::string& from, const std::string& to, uint64_t dir_ino);
   int64_t NowMs() const;
+  void BlobMoved(const BlobMove& move) const {
+    if (blob_moved_) blob_moved_(move);
+  }
 
   TableStore& table_;
   BlobStore& blobs_;
@@ -381,6 +396,7 @@ class Namespace {
   std::unordered_map<std::string, DirectoryLookups> lookups_;  // GUARDED_BY(lookups_mu_)
   std::string mount_id_;  // random, names this instance in the intents it writes
   std::string host_;
+  std::function<void(const BlobMove&)> blob_moved_;
   std::unique_ptr<Discovery> discovery_;  // last: stopped first
 };
 
