@@ -102,6 +102,12 @@ struct FileState {
   uint64_t block_size = 0;  // base block size of the blob's layout ("bsize"; 0 = not recorded)
 };
 
+// Files after one in its directory's listing (Namespace::FilesAfter).
+struct FilesAhead {
+  std::string dir;               // the directory's path
+  std::vector<FileState> files;  // regular files with a committed blob, in listing order
+};
+
 struct SetAttrRequest {
   std::optional<uint32_t> mode;  // permission bits only
   std::optional<uint32_t> uid;
@@ -203,6 +209,13 @@ class Namespace {
   enum XattrFlags : int { kXattrCreate = 1, kXattrReplace = 2 };
   Status SetXattr(uint64_t ino, const std::string& name, const std::string& value, int flags);
   Status RemoveXattr(uint64_t ino, const std::string& name);
+
+  // From this mount's cached listing only (no request): up to `max` regular
+  // files with a committed blob after `ino` in its directory, in listing
+  // order (RowKey: byte order of the escaped names, as `ls` and a glob in
+  // the C locale sort). Nothing when the listing is not cached complete.
+  // The entries may be stale: a reader of their blobs pins the version.
+  std::optional<FilesAhead> FilesAfter(uint64_t ino, size_t max);
 
   // Data path support.
   Result<FileState> GetFile(uint64_t ino, bool fresh = false);

@@ -15,16 +15,6 @@ class RenameCacheTest : public FileDataTest {
   std::string Etag(const std::string& blob) {
     return raw_blobs_->GetProperties(kContainer, blob)->etag;
   }
-  // Reads every byte of `name` under `parent` through `m` and closes it.
-  std::string ReadFile(Mount& m, uint64_t parent, const std::string& name) {
-    auto attr = m.ns->Lookup(parent, name);
-    EXPECT_TRUE(attr.ok()) << attr.status().ToString();
-    if (!attr.ok()) return "";
-    EXPECT_TRUE(m.data->Open(attr->ino, OpenFlags{}).ok());
-    std::string got = ReadAll(m, attr->ino, attr->size);
-    EXPECT_TRUE(m.data->Release(attr->ino).ok());
-    return got;
-  }
 };
 
 TEST_F(RenameCacheTest, ARenamedFileIsReadFromTheCacheWithoutAGet) {
