@@ -43,7 +43,7 @@ struct DirReadAheadOptions {
   uint64_t max_file_size = 1ull << 20;  // larger files are left to the reader (and its stream)
   uint64_t max_bytes = 64ull << 20;     // queued or in flight, all directories
   uint64_t default_block_size = 4ull << 20;  // of files whose entry records none
-  int threads = 8;
+  int threads = 16;
 };
 
 class DirReadAhead {

@@ -73,7 +73,7 @@ struct FileDataOptions {
   // largest such file, GETs at once.
   size_t dir_readahead = 32;
   uint64_t dir_readahead_size = 1ull << 20;
-  int dir_readahead_threads = 8;
+  int dir_readahead_threads = 16;
   ConflictPolicy conflict = ConflictPolicy::kCopy;
   std::string host;                          // in conflict copy names; default gethostname()
   int64_t backpressure_patience_ms = 10000;  // then a writer goes over the cap (logged)
