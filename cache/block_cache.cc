@@ -252,14 +252,32 @@ Status BlockCache::Rekey(int64_t id, const std::string& blob, const std::string&
   std::lock_guard<std::mutex> lock(mu_);
   File* f = Find(id);
   if (f == nullptr) return Status(Code::kNotFound, "cache file " + std::to_string(id));
-  auto old = versions_.find({f->info.blob, f->info.etag});
+  return RekeyLocked(*f, blob, etag);
+}
+
+Status BlockCache::RekeyLocked(File& f, const std::string& blob, const std::string& etag) {
+  const int64_t id = f.info.id;
+  auto old = versions_.find({f.info.blob, f.info.etag});
   if (old != versions_.end() && old->second == id) versions_.erase(old);
   STAMPFS_RETURN_IF_ERROR(index_->UpdateVersion(id, blob, etag));
-  f->info.blob = blob;
-  f->info.etag = etag;
+  f.info.blob = blob;
+  f.info.etag = etag;
   DropUnusedVersions(blob, id);
   if (!etag.empty()) versions_[{blob, etag}] = id;
   return Status::Ok();
+}
+
+// An open file keeps its key: its reader rekeys it when a pinned read finds
+// the blob moved (FileData::Reread), and a writer's version is its own.
+bool BlockCache::MoveVersion(const std::string& from_blob, const std::string& from_etag,
+                             const std::string& to_blob, const std::string& to_etag) {
+  if (from_etag.empty() || to_etag.empty()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = versions_.find({from_blob, from_etag});
+  if (it == versions_.end()) return false;
+  File* f = Find(it->second);
+  if (f == nullptr || f->users > 0 || f->discarded || f->info.journal) return false;
+  return RekeyLocked(*f, to_blob, to_etag).ok();
 }
 
 Status BlockCache::Discard(int64_t id) {

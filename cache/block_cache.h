@@ -81,6 +81,12 @@ class BlockCache {
   // The file now holds committed version (blob, etag); unused clean versions
   // of `blob` are dropped.
   Status Rekey(int64_t id, const std::string& blob, const std::string& etag);
+  // A server-side copy made (to_blob, to_etag) a byte-for-byte copy of
+  // (from_blob, from_etag) (a rename): the clean cache file of the source
+  // version, unless in use or journaled, becomes the destination's (unused
+  // versions of to_blob are dropped). False when nothing moved.
+  bool MoveVersion(const std::string& from_blob, const std::string& from_etag,
+                   const std::string& to_blob, const std::string& to_etag);
   // Forgets every block and the journal; the file goes at its last Release.
   Status Discard(int64_t id);
 
@@ -164,6 +170,7 @@ class BlockCache {
   void LruErase(Block& b);                                          // REQUIRES: mu_
   void Punch(File& f, const BlockRow& row);
   void DropUnusedVersions(const std::string& blob, int64_t keep);  // REQUIRES: mu_
+  Status RekeyLocked(File& f, const std::string& blob, const std::string& etag);  // REQUIRES: mu_
 
   const std::string dir_;
   const uint64_t capacity_;

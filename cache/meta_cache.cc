@@ -206,6 +206,7 @@ enum Stmt {
   kDeleteEntries,
   kDeleteGeneration,
   kListEntries,
+  kListAfter,
   kBegin,
   kCommit,
   kRollback,
@@ -223,6 +224,8 @@ constexpr const char* kSql[kStmtCount] = {
     "DELETE FROM entries WHERE pk = ?1",
     "DELETE FROM generations WHERE pk = ?1",
     "SELECT rk, props, etag, fetched_ms FROM entries WHERE pk = ?1 ORDER BY rk",
+    "SELECT rk, props, etag, fetched_ms FROM entries WHERE pk = ?1 AND rk > ?2 ORDER BY rk"
+    " LIMIT ?3",
     "BEGIN IMMEDIATE",
     "COMMIT",
     "ROLLBACK",
@@ -571,33 +574,63 @@ Status MetaCache::PutListing(const std::string& partition_key, const std::vector
   });
 }
 
+namespace {
+
+// Reads the rows of a SELECT of rk, props, etag, fetched_ms in
+// `partition_key`; the RowKeys of undecodable ones go to *corrupt.
+int CollectRows(Use& q, const std::string& partition_key, std::vector<CachedEntity>* out,
+                std::vector<std::string>* corrupt) {
+  int rc;
+  while ((rc = q.Step()) == SQLITE_ROW) {
+    CachedEntity c;
+    c.entity.row_key = q.Bytes(0);
+    if (!DecodeProperties(q.Bytes(1), &c.entity).ok()) {
+      corrupt->push_back(std::move(c.entity.row_key));
+      continue;
+    }
+    c.entity.partition_key = partition_key;
+    c.entity.etag = q.Bytes(2);
+    c.fetched_ms = q.Int(3);
+    out->push_back(std::move(c));
+  }
+  return rc;
+}
+
+// After CollectRows, its statement reset: corrupt rows are forgotten, and a
+// listing read in part must not pass for a complete one.
+void SettleRows(sqlite3* db, const StatementArray& s, const std::string& partition_key,
+                const std::vector<std::string>& corrupt, int rc) {
+  for (const std::string& rk : corrupt) ForgetCorruptRow(db, s, partition_key, rk);
+  if (rc != SQLITE_DONE) {
+    Use(s[kInvalidate]).Text(1, partition_key).Run(db, "invalidate").PermitUnchecked();
+  }
+}
+
+}  // namespace
+
 std::vector<CachedEntity> MetaCache::ListEntries(const std::string& partition_key) {
+  return ListRows(partition_key, nullptr, 0);
+}
+
+std::vector<CachedEntity> MetaCache::ListEntriesAfter(const std::string& partition_key,
+                                                      const std::string& row_key, size_t limit) {
+  return ListRows(partition_key, &row_key, limit);
+}
+
+std::vector<CachedEntity> MetaCache::ListRows(const std::string& partition_key,
+                                              const std::string* after, size_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   const StatementArray& s = stmts_->s;
   std::vector<CachedEntity> out;
   std::vector<std::string> corrupt;
   int rc;
   {
-    Use q(s[kListEntries]);
+    Use q(s[after ? kListAfter : kListEntries]);
     q.Text(1, partition_key);
-    while ((rc = q.Step()) == SQLITE_ROW) {
-      CachedEntity c;
-      c.entity.row_key = q.Bytes(0);
-      if (!DecodeProperties(q.Bytes(1), &c.entity).ok()) {
-        corrupt.push_back(std::move(c.entity.row_key));
-        continue;
-      }
-      c.entity.partition_key = partition_key;
-      c.entity.etag = q.Bytes(2);
-      c.fetched_ms = q.Int(3);
-      out.push_back(std::move(c));
-    }
+    if (after) q.Text(2, *after).Int(3, static_cast<int64_t>(limit));
+    rc = CollectRows(q, partition_key, &out, &corrupt);
   }
-  for (const std::string& rk : corrupt) ForgetCorruptRow(db_, s, partition_key, rk);
-  if (rc != SQLITE_DONE) {
-    // A partial listing must not pass for a complete one.
-    Use(s[kInvalidate]).Text(1, partition_key).Run(db_, "invalidate").PermitUnchecked();
-  }
+  SettleRows(db_, s, partition_key, corrupt, rc);
   return out;
 }
 

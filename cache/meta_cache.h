@@ -62,6 +62,9 @@ class MetaCache {
                     const std::string& dot_etag, int64_t now_ms);
   // Every cached entry of the partition (whatever its completeness), by RowKey.
   std::vector<CachedEntity> ListEntries(const std::string& partition_key);
+  // At most `limit` cached entries of the partition after `row_key`, by RowKey.
+  std::vector<CachedEntity> ListEntriesAfter(const std::string& partition_key,
+                                             const std::string& row_key, size_t limit);
 
   // Forgets a partition entirely (entries and generation).
   Status DropPartition(const std::string& partition_key);
@@ -70,6 +73,9 @@ class MetaCache {
   struct Statements;  // prepared statements, one per operation (meta_cache.cc)
 
   explicit MetaCache(sqlite3* db);
+  // The partition's rows by RowKey: all, or `limit` after `*after`.
+  std::vector<CachedEntity> ListRows(const std::string& partition_key, const std::string* after,
+                                     size_t limit);
   std::mutex mu_;
   sqlite3* db_;                        // GUARDED_BY(mu_)
   std::unique_ptr<Statements> stmts_;  // GUARDED_BY(mu_); finalized before db_ closes

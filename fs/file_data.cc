@@ -45,9 +45,20 @@ FileData::FileData(Namespace& ns, BlobStore& blobs, BlockCache& cache, FileDataO
     commits_ = std::make_unique<WorkQueue>(options_.commit_threads);
     if (options_.async_commit) scheduler_ = std::thread([this] { RunScheduler(); });
   }
+  ns_.OnBlobMoved([this](const BlobMove& move) { BlobMoved(move); });
+  DirReadAheadOptions ahead;
+  ahead.container = options_.container;
+  ahead.files = options_.dir_readahead;
+  ahead.max_file_size = options_.dir_readahead_size;
+  ahead.max_bytes = std::min<uint64_t>(64ull << 20, cache_.Capacity() / 8);
+  ahead.default_block_size = options_.block_size;
+  ahead.threads = options_.dir_readahead_threads;
+  ahead_ = std::make_unique<DirReadAhead>(ns_, blobs_, cache_, std::move(ahead));
 }
 
 FileData::~FileData() {
+  ns_.OnBlobMoved(nullptr);
+  ahead_.reset();  // no fetch ahead writes the cache from here on
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     stopping_ = true;
@@ -98,7 +109,10 @@ void FileData::EraseIfUnused(uint64_t ino, const FilePtr& f) {
 // REQUIRES: f.mu held, !f.loaded.
 Status FileData::Bind(OpenFile& f, const FileState& st) {
   BlockLayout layout(ValidBlockSize(st.block_size) ? st.block_size : options_.block_size);
+  // Until Unload: no read-ahead writes the cache file this one uses.
+  if (ahead_) STAMPFS_RETURN_IF_ERROR(ahead_->Claim(f.ino));
   auto id = cache_.Acquire(st.blob, st.blob_etag, layout.base());
+  if (!id.ok() && ahead_) ahead_->Unclaim(f.ino);
   STAMPFS_RETURN_IF_ERROR(id);
   f.cache_id = *id;
   f.fd = cache_.fd(*id);
@@ -129,6 +143,7 @@ void FileData::Unload(OpenFile& f) {
   cache_.Release(f.cache_id);
   f.fd = -1;
   f.loaded = false;
+  if (ahead_) ahead_->Unclaim(f.ino);
 }
 
 Status FileData::Load(OpenFile& f, const OpenFlags& flags) {
@@ -163,6 +178,7 @@ Result<OpenResult> FileData::Open(uint64_t ino, OpenFlags flags) {
     EraseIfUnused(ino, f);
     return s;
   }
+  if (first && !flags.writable && ahead_) ahead_->Opened(ino);
   lock.lock();
   if (first) {
     auto seen = recent_.Get(ino);
@@ -359,6 +375,18 @@ void FileData::Renamed(uint64_t ino) {
   f->path = *path;
   Status s = Journal(*f, true);
   if (!s.ok()) LogWarning(*path + ": journaling the new name failed: " + s.ToString());
+}
+
+// The copy holds the same bytes under a new ETag: the cached blocks and the
+// kernel's pages of the inode stay valid for it (never for another version:
+// both are keyed by the exact ETag the copy got).
+void FileData::BlobMoved(const BlobMove& move) {
+  cache_.MoveVersion(move.from_blob, move.from_etag, move.to_blob, move.to_etag);
+  auto seen = recent_.Get(move.ino);
+  if (seen && seen->etag == move.from_etag) {
+    seen->etag = move.to_etag;
+    recent_.Put(move.ino, *seen);
+  }
 }
 
 void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string& etag) {

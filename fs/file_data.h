@@ -44,6 +44,7 @@
 
 #include "cache/block_cache.h"
 #include "fs/block_layout.h"
+#include "fs/dir_readahead.h"
 #include "fs/namespace.h"
 #include "fs/recent_versions.h"
 #include "fs/work_queue.h"
@@ -68,6 +69,12 @@ struct FileDataOptions {
   size_t max_uploads_per_file = 8;        // staged blocks in flight per file
   uint64_t stream_window = 256ull << 20;  // read-ahead: bytes per streamed GET (<= cache / 4)
   int64_t stream_stall_ms = 20000;        // a stream with no byte for this long fails
+  // Read-ahead across a directory's small files (fs/dir_readahead.h): files
+  // fetched ahead of a reader going through the listing (0: off), the
+  // largest such file, GETs at once.
+  size_t dir_readahead = 32;
+  uint64_t dir_readahead_size = 1ull << 20;
+  int dir_readahead_threads = 16;
   ConflictPolicy conflict = ConflictPolicy::kCopy;
   std::string host;                          // in conflict copy names; default gethostname()
   int64_t backpressure_patience_ms = 10000;  // then a writer goes over the cap (logged)
@@ -141,6 +148,9 @@ class FileData {
   // The file's name changed: a journal row of its changes follows (a replay
   // after a crash commits them under the new name).
   void Renamed(uint64_t ino);
+  // A rename copied the file's blob (Namespace::OnBlobMoved): its cached
+  // version is the copy's now.
+  void BlobMoved(const BlobMove& move);
   // chmod, chown, utimens: the entry; a file not open here also gets them in
   // its blob's metadata (fs/file_times.cc).
   Result<Attr> SetAttr(uint64_t ino, const SetAttrRequest& request);
@@ -363,6 +373,7 @@ class FileData {
   std::unique_ptr<WorkQueue> commits_;
   WorkQueue fetches_;
   WorkQueue uploads_;
+  std::unique_ptr<DirReadAhead> ahead_;
 };
 
 }  // namespace stampfs

@@ -386,6 +386,8 @@ int Mount(const std::vector<std::string>& args) {
   fdo.async_commit = o.async_commit && !o.read_only;
   fdo.commit_delay_ms = static_cast<int64_t>(o.commit_delay * 1000);
   fdo.commit_threads = o.commit_threads;
+  fdo.dir_readahead = o.dir_readahead;
+  fdo.dir_readahead_size = o.dir_readahead_size;
   fdo.max_queued = QueueBound();
   FileData data(ns, *blobs, **block_cache, fdo);
   // Changes a crash left uncommitted are committed before anything is served.

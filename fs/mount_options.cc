@@ -83,7 +83,7 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
     // Applied before everything else by ParseMountArgs.
   } else if (key == "log_level") {
     o->log_level = value;
-  } else if (key == "cache_size" || key == "block_size") {
+  } else if (key == "cache_size" || key == "block_size" || key == "dir_readahead_size") {
     auto v = ParseByteSize(key, value);
     STAMPFS_RETURN_IF_ERROR(v);
     if (key == "cache_size" && *v < (16ull << 20)) {
@@ -93,7 +93,12 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
       return Status(Code::kInvalidArgument,
                     "option block_size=" + value + ": a power of two from 64K to 64M");
     }
-    (key == "cache_size" ? o->cache_size : o->block_size) = *v;
+    if (key == "dir_readahead_size" && *v > (64ull << 20)) {
+      return Status(Code::kInvalidArgument, "option dir_readahead_size=" + value + ": at most 64M");
+    }
+    (key == "cache_size" ? o->cache_size
+     : key == "block_size" ? o->block_size
+                           : o->dir_readahead_size) = *v;
   } else if (key == "conflict") {
     if (value != "copy" && value != "fail" && value != "overwrite") {
       return Status(Code::kInvalidArgument,
@@ -120,6 +125,11 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
       return Status(Code::kInvalidArgument, "option commit_threads=" + value + ": 1 to 128");
     }
     o->commit_threads = static_cast<int>(*v);
+  } else if (key == "dir_readahead") {
+    auto v = ParseU32(key, value, 10);
+    STAMPFS_RETURN_IF_ERROR(v);
+    if (*v > 256) return Status(Code::kInvalidArgument, "option dir_readahead=" + value + ": 0 to 256");
+    o->dir_readahead = *v;
   } else if (key == "uid" || key == "gid" || key == "umask") {
     auto v = ParseU32(key, value, key == "umask" ? 8 : 10);
     STAMPFS_RETURN_IF_ERROR(v);
@@ -398,6 +408,10 @@ command line.
                               close: every close commits before it returns
   -o commit_delay=SECONDS     async: commit this long after the last close (default 0.5)
   -o commit_threads=N         commits in flight at once (default 16)
+  -o dir_readahead=N          a reader opening a directory's files in listing order gets
+                              the next N small files fetched ahead in parallel (default
+                              32; 0: off)
+  -o dir_readahead_size=SIZE  the largest file fetched so (default 1M; one block at most)
   -o discover=SECONDS         import what other tools wrote to the container this often
                               (as stampfs import --refresh; default 0: never)
   -o shutdown_timeout=SECONDS at unmount/SIGTERM, commit dirty files this long at most

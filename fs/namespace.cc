@@ -11,6 +11,7 @@
 
 #include "fs/log.h"
 #include "fs/names.h"
+#include "fs/table_scan.h"
 #include "storage/table_keys.h"
 
 namespace stampfs {
@@ -684,6 +685,34 @@ Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
       if (summary) entry.attr = summary->ApplyTo(entry.attr);
     }
     out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::optional<FilesAhead> Namespace::FilesAfter(uint64_t ino, size_t max) {
+  if (cache_ == nullptr || max == 0) return std::nullopt;
+  auto path = inodes_.PathOf(ino);
+  if (!path || *path == "/") return std::nullopt;
+  FilesAhead out;
+  out.dir = ParentPath(*path);
+  const std::string pk = PartitionKeyForDirectory(out.dir);
+  auto gen = cache_->GetGeneration(pk);
+  if (!gen || !gen->complete) return std::nullopt;
+  std::string after = RowKeyForName(BaseName(*path));
+  // Subdirectories and other entries in between are passed over, a few pages at most.
+  for (int page = 0; page < 4 && out.files.size() < max; ++page) {
+    auto rows = cache_->ListEntriesAfter(pk, after, max);
+    for (const CachedEntity& c : rows) {
+      after = c.entity.row_key;
+      if (after == kDotRowKey || EntryType(c.entity) != S_IFREG) continue;
+      auto name = NameOfEntry(c.entity);
+      if (!name.ok()) continue;
+      auto st = FileStateOf(c.entity, JoinPath(out.dir, *name));
+      if (!st.ok() || st->blob.empty() || st->blob_etag.empty()) continue;
+      out.files.push_back(std::move(*st));
+      if (out.files.size() >= max) break;
+    }
+    if (rows.size() < max) break;
   }
   return out;
 }

@@ -115,6 +115,12 @@ struct FileState {
   std::vector<std::string> moved_from;  // kMovedFromProperty
 };
 
+// Files after one in its directory's listing (Namespace::FilesAfter).
+struct FilesAhead {
+  std::string dir;               // the directory's path
+  std::vector<FileState> files;  // regular files with a committed blob, in listing order
+};
+
 struct SetAttrRequest {
   std::optional<uint32_t> mode;  // permission bits only
   std::optional<uint32_t> uid;
@@ -129,7 +135,13 @@ struct BlobVersionChange {
   std::string old_etag;
   std::string new_etag;
 };
-
+// A rename's server-side copy, pinned to the source's version: blob
+// `to_blob` at `to_etag` holds exactly the bytes of `from_blob` at `from_etag`.
+struct BlobMove {
+  uint64_t ino = 0;
+  std::string from_blob, from_etag;
+  std::string to_blob, to_etag;
+};
 
 class Namespace {
  public:
@@ -211,6 +223,13 @@ class Namespace {
   Status SetXattr(uint64_t ino, const std::string& name, const std::string& value, int flags);
   Status RemoveXattr(uint64_t ino, const std::string& name);
 
+  // From this mount's cached listing only (no request): up to `max` regular
+  // files with a committed blob after `ino` in its directory, in listing
+  // order (RowKey: byte order of the escaped names, as `ls` and a glob in
+  // the C locale sort). Nothing when the listing is not cached complete.
+  // The entries may be stale: a reader of their blobs pins the version.
+  std::optional<FilesAhead> FilesAfter(uint64_t ino, size_t max);
+
   // Data path support.
   Result<FileState> GetFile(uint64_t ino, bool fresh = false);
   // Records a committed blob: size, mtime, blob ETag (and the block size of
@@ -230,6 +249,12 @@ class Namespace {
   // thread of its own (fs/discovery.h) until this Namespace is destroyed.
   // Call after daemonizing (a fork keeps no threads).
   void StartDiscovery(double interval_s);
+
+  // Told of every blob this mount's renames copy (on the renaming thread),
+  // so cached data follows the file. Set before serving (not synchronized).
+  void OnBlobMoved(std::function<void(const BlobMove&)> listener) {
+    blob_moved_ = std::move(listener);
+  }
 
   const NamespaceOptions& options() const { return options_; }
   // Attributes as shown to the kernel (uid/gid/umask overrides applied).
@@ -343,6 +368,9 @@ class Namespace {
   bool MayTakeOver(const RenameIntent& intent) const;
   Status MoveChildren(const std::string& from, const std::string& to, uint64_t dir_ino);
   int64_t NowMs() const;
+  void BlobMoved(const BlobMove& move) const {
+    if (blob_moved_) blob_moved_(move);
+  }
 
   TableStore& table_;
   BlobStore& blobs_;
@@ -394,6 +422,7 @@ class Namespace {
   std::unordered_map<std::string, DirectoryLookups> lookups_;  // GUARDED_BY(lookups_mu_)
   std::string mount_id_;  // random, names this instance in the intents it writes
   std::string host_;
+  std::function<void(const BlobMove&)> blob_moved_;
   std::unique_ptr<Discovery> discovery_;  // last: stopped first
 };
 

@@ -417,6 +417,8 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
       moved.properties["blob"] = BlobNameFor(intent.to);
       moved.properties["betag"] = *etag;
       if (!etag->empty()) NoteMovedFrom(StringOr(*src, "betag"), &moved);
+      BlobMoved({intent.ino, StringOr(*src, "blob"), StringOr(*src, "betag"),
+                 BlobNameFor(intent.to), *etag});
       FaultPoint("rename.after_copy");
     }
     TableOperation del =
@@ -562,6 +564,10 @@ Status Namespace::MoveChildren(const std::string& from, const std::string& to, u
       c.moved.etag.clear();
       STAMPFS_RETURN_IF_ERROR(
           MoveFileBlob(blobs_, options_.container, e, JoinPath(to, *name), &c.moved, &c.copied));
+      if (!c.copied.empty()) {
+        BlobMoved({static_cast<uint64_t>(e.GetInt64("ino")), StringOr(e, "blob"), c.copied,
+                   StringOr(c.moved, "blob"), StringOr(c.moved, "betag")});
+      }
       copies[e.row_key] = std::move(c);
     }
     return Status::Ok();

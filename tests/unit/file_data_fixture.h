@@ -121,6 +121,17 @@ class FileDataTest : public ::testing::Test {
     return out;
   }
 
+  // Opens `name` under `parent` through `m` for reading, reads every byte, closes it.
+  std::string ReadFile(Mount& m, uint64_t parent, const std::string& name) {
+    auto attr = m.ns->Lookup(parent, name);
+    EXPECT_TRUE(attr.ok()) << attr.status().ToString();
+    if (!attr.ok()) return "";
+    EXPECT_TRUE(m.data->Open(attr->ino, OpenFlags{}).ok());
+    std::string got = ReadAll(m, attr->ino, attr->size);
+    EXPECT_TRUE(m.data->Release(attr->ino).ok());
+    return got;
+  }
+
   std::string Blob(const std::string& name) {
     auto s = raw_blobs_->ReadToString(kContainer, name);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
