@@ -144,9 +144,16 @@ class FileData {
   // its blob's metadata (fs/file_times.cc).
   Result<Attr> SetAttr(uint64_t ino, const SetAttrRequest& request);
   // The file's name is gone: its blob, at the version `etag` the entry named
-  // (or this mount's last commit of it), is deleted now or after the last
-  // close; a blob of a new file of that name is never touched.
+  // (or this mount's last commit of it), is deleted; a blob of a new file of
+  // that name is never touched.
+  // While open here, its data is made local first: the open file lives on
+  // in the cache alone (read, write, fstat with st_nlink 0, ftruncate,
+  // fsync), nothing written is committed, and its blob is deleted now, so
+  // a new file of the name is a new file, not a conflict.
   void Unlinked(uint64_t ino, const std::string& blob, const std::string& etag);
+  // Before a rename over `ino`, which overwrites its blob: an open file's
+  // data is made local (Unlinked after the rename keeps it).
+  void BeforeRemoval(uint64_t ino);
   void DeleteBlobWhenUnused(uint64_t ino, const std::string& blob,
                             const Condition& cond = Condition::None());
   // Commits what the dirty journal holds from an earlier run (after a crash),
@@ -261,6 +268,12 @@ class FileData {
   Status Bind(OpenFile& f, const FileState& state);
   void Unload(OpenFile& f);
   Status Journal(OpenFile& f, bool durable = false);
+  // The data an open file shows, made local; `pin`: its blocks dirty (never
+  // evicted) and none read from the blob again.
+  Status KeepLocal(OpenFile& f, Lock& lock, bool pin = true);
+  // Deletes `version` of `blob` (ambiguous answers resolved by reading it).
+  void DeleteVersion(const std::string& blob, const std::string& version);
+  void DeleteOrphan(const std::string& blob, const Condition& cond);
   void SyncAttrsAtClose(OpenFile& f);  // file_times.cc
   int64_t Now() const { return options_.now_ns(); }
   // file_io.cc: reads, writes, truncation under the file's lock.
