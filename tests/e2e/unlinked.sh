@@ -117,8 +117,7 @@ while w.is_alive():
 w.join()
 if w.exitcode != 0:
     sys.exit("the replacing process failed")
-print(failures)
-print("%d opens, %d failed %s" % (opens, failures, errors), file=sys.stderr)
+print(failures if failures == 0 else "%d of %d opens failed: %s" % (failures, opens, errors))
 EOF
 }
 
