@@ -347,6 +347,19 @@ bool FileData::OverrideAttr(uint64_t ino, Attr* attr) {
   return true;
 }
 
+std::optional<Attr> FileData::OpenAttr(uint64_t ino) {
+  FilePtr f = Find(ino);
+  if (!f) return std::nullopt;
+  std::lock_guard<std::mutex> lock(f->mu);
+  if (!f->loaded || f->refs == 0) return std::nullopt;
+  Attr a = f->attr;
+  a.ino = ino;
+  a.size = f->size;
+  a.mtime_ns = f->mtime_ns;
+  a.ctime_ns = std::max(a.ctime_ns, f->mtime_ns);
+  return a;
+}
+
 void FileData::Renamed(uint64_t ino) {
   FilePtr f = Find(ino);
   if (!f) return;

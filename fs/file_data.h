@@ -36,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -137,6 +138,9 @@ class FileData {
   Status Fallocate(uint64_t ino, int mode, uint64_t offset, uint64_t length);
   // Size and mtime of a file open on this mount (they win over the entry's).
   bool OverrideAttr(uint64_t ino, Attr* attr);
+  // The attributes of a file open here, from the open file alone (its entry
+  // may already name another file while a rename over it finishes).
+  std::optional<Attr> OpenAttr(uint64_t ino);
   // The file's name changed: a journal row of its changes follows (a replay
   // after a crash commits them under the new name).
   void Renamed(uint64_t ino);

@@ -103,7 +103,13 @@ void OnForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 }
 
 void OnGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
-  ReplyAttr(req, Ctx(req).ns->GetAttr(ino), "getattr");
+  auto attr = Ctx(req).ns->GetAttr(ino);
+  if (attr.status().Is(Code::kNotFound)) {
+    // fstat right after an open racing a rename over the name: the entry
+    // names the new file before this mount marks the old one removed.
+    if (auto open = Ctx(req).data->OpenAttr(ino)) attr = *open;
+  }
+  ReplyAttr(req, attr, "getattr");
 }
 
 int64_t TimeNs(const struct timespec& ts) {
