@@ -49,7 +49,7 @@ struct stat ToStat(const Attr& a, uint32_t blksize) {
   struct stat st {};
   st.st_ino = a.ino;
   st.st_mode = a.mode;
-  st.st_nlink = a.nlink != 0 ? a.nlink : a.IsDir() ? 2 : 1;
+  st.st_nlink = a.removed ? 0 : a.nlink != 0 ? a.nlink : a.IsDir() ? 2 : 1;
   st.st_rdev = static_cast<dev_t>(a.rdev);
   st.st_uid = a.uid;
   st.st_gid = a.gid;

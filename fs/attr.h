@@ -36,6 +36,7 @@ struct Attr {
   int64_t ctime_ns = 0;
   uint64_t rdev = 0;   // device number of a character or block device
   uint32_t nlink = 0;  // 0: the default (2 for a directory, 1 otherwise)
+  bool removed = false;  // no name left (unlinked while open): st_nlink 0
 
   bool IsDir() const { return S_ISDIR(mode); }
   bool IsRegular() const { return S_ISREG(mode); }
@@ -47,7 +48,8 @@ Result<Attr> AttrFromEntity(const Entity& entity);
 // Writes every attribute property (not blob/target/xattr) into `entity`.
 void AttrToEntity(const Attr& attr, Entity* entity);
 
-// stat(2) view; nlink is attr.nlink when set, else 2 for directories and 1 otherwise.
+// stat(2) view; nlink is 0 when removed, attr.nlink when set, else 2 for
+// directories and 1 otherwise.
 struct stat ToStat(const Attr& attr, uint32_t blksize = 4096);
 
 int64_t NowNs();

@@ -59,6 +59,11 @@ int ErrnoFor(const Status& status) {
       return EILSEQ;
     case Code::kNoSpace:
       return ENOSPC;
+    // An open of an inode whose name was removed or replaced and whose data
+    // is gone: the kernel walks the path once more (do_filp_open retries on
+    // ESTALE) and opens what the name holds now.
+    case Code::kStale:
+      return ESTALE;
   }
   return EIO;
 }

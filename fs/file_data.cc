@@ -148,6 +148,12 @@ void FileData::Unload(OpenFile& f) {
 
 Status FileData::Load(OpenFile& f, const OpenFlags& flags) {
   auto st = ns_.GetFile(f.ino, false);
+  if (st.status().Is(Code::kNotFound)) {
+    // The kernel resolved the name to this inode before its name was
+    // removed or replaced (an open racing a rename over it): ESTALE makes it
+    // walk the path again and open what the name holds now.
+    return Status(Code::kStale, st.status().message());
+  }
   STAMPFS_RETURN_IF_ERROR(st);
   if (!st->attr.IsRegular()) return Status(Code::kIsADirectory, st->path);
   // A writer must start from the blob's current version: an entry that lags
@@ -306,10 +312,7 @@ void FileData::Closed(const FilePtr& fp, Lock& lock) {
   lock.unlock();
   EraseIfUnused(f.ino, fp);
   ns_.Unpin(f.ino);
-  if (!orphan.empty()) {
-    blob_requests_++;
-    blobs_.Delete(options_.container, orphan, orphan_condition).PermitUnchecked();
-  }
+  if (!orphan.empty()) DeleteOrphan(orphan, orphan_condition);
 }
 
 Status FileData::Truncate(uint64_t ino, uint64_t size) {
@@ -364,6 +367,19 @@ bool FileData::OverrideAttr(uint64_t ino, Attr* attr) {
   return true;
 }
 
+std::optional<Attr> FileData::OpenAttr(uint64_t ino) {
+  FilePtr f = Find(ino);
+  if (!f) return std::nullopt;
+  std::lock_guard<std::mutex> lock(f->mu);
+  if (!f->loaded || f->refs == 0) return std::nullopt;
+  Attr a = f->attr;
+  a.ino = ino;
+  a.size = f->size;
+  a.mtime_ns = f->mtime_ns;
+  a.ctime_ns = std::max(a.ctime_ns, f->mtime_ns);
+  return a;
+}
+
 void FileData::Renamed(uint64_t ino) {
   FilePtr f = Find(ino);
   if (!f) return;
@@ -393,10 +409,18 @@ void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string
   // The version the entry named; without one, this mount's commit of it
   // (whose entry merge did not land).
   std::string version = etag;
-  FilePtr f = version.empty() ? Find(ino) : nullptr;
-  if (f) {
+  if (FilePtr f = Find(ino)) {
     Lock lock(f->mu);
-    if (f->loaded && f->blob == blob) version = f->base_etag;
+    if (f->loaded && version.empty() && f->blob == blob) version = f->base_etag;
+    // Open here: it lives on in the cache alone, so its blob goes now and a
+    // new file of the name commits as a new file (SQLite's -wal).
+    if (f->loaded && f->refs > 0 && KeepLocal(*f, lock).ok()) {
+      DropChanges(*f).PermitUnchecked();
+      f->unlinked = true;
+      lock.unlock();
+      if (!blob.empty() && !version.empty()) DeleteVersion(blob, version);
+      return;
+    }
   }
   if (!blob.empty() && !version.empty()) {
     return DeleteBlobWhenUnused(ino, blob, Condition::IfMatch(version));
@@ -404,14 +428,59 @@ void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string
   // A new file never committed: no blob to delete (the name may be another
   // mount's by now), but its journal must not outlive the name, or a replay
   // after a crash would create the file again.
-  if (!f) f = Find(ino);
-  if (f) {
+  if (FilePtr f = Find(ino)) {
     Lock lock(f->mu);
     if (f->loaded) {
       DropChanges(*f).PermitUnchecked();
       f->unlinked = true;
     }
   }
+}
+
+void FileData::BeforeRemoval(uint64_t ino) {
+  FilePtr f = Find(ino);
+  if (!f) return;
+  Lock lock(f->mu);
+  if (f->loaded && f->refs > 0) KeepLocal(*f, lock, false).PermitUnchecked();
+}
+
+// REQUIRES: `lock` holds f.mu.
+Status FileData::KeepLocal(OpenFile& f, Lock& lock, bool pin) {
+  while (f.busy) f.cv.wait(lock);
+  f.busy = true;
+  WaitIdle(f, lock);
+  Status s = MaterializeAll(f, lock, false, nullptr);
+  if (s.ok() && pin) {
+    // Dirty blocks are never evicted; nothing is read from a blob any more.
+    for (const auto& [k, state] : cache_.Blocks(f.cache_id)) {
+      if (state != BlockState::kClean) continue;
+      s = cache_.Set(f.cache_id, k, BlockState::kDirty, f.layout.StartOf(k), f.layout.SizeOf(k),
+                     f.layout.LengthIn(k, f.size));
+      if (!s.ok()) break;
+    }
+    if (s.ok()) f.remote_size = 0;
+  }
+  f.busy = false;
+  f.cv.notify_all();
+  if (!s.ok()) LogWarning(f.path + ": removed while open, its data not made local: " + s.ToString());
+  return s;
+}
+
+// An answer that does not say whether the delete happened (a timeout, a cut
+// connection) is resolved by reading what is stored: the version still
+// there is deleted again; another version (a new file of the name) or none
+// means done.
+void FileData::DeleteVersion(const std::string& blob, const std::string& version) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    blob_requests_++;
+    Status s = blobs_.Delete(options_.container, blob, Condition::IfMatch(version));
+    if (s.ok() || s.Is(Code::kNotFound) || s.Is(Code::kPreconditionFailed)) return;
+    blob_requests_++;
+    auto props = blobs_.GetProperties(options_.container, blob);
+    if (props.status().Is(Code::kNotFound) || (props.ok() && props->etag != version)) return;
+    if (!props.ok()) break;
+  }
+  LogWarning(blob + ": the blob of a removed file may be left (version " + version + ")");
 }
 
 void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob, const Condition& cond) {
@@ -431,6 +500,11 @@ void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob, const
       ns_.Unpin(ino);
     }
   }
+  DeleteOrphan(blob, cond);
+}
+
+void FileData::DeleteOrphan(const std::string& blob, const Condition& cond) {
+  if (cond.kind == Condition::Kind::kIfMatch && cond.etag != "*") return DeleteVersion(blob, cond.etag);
   blob_requests_++;
   blobs_.Delete(options_.container, blob, cond).PermitUnchecked();
 }

@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -145,6 +146,9 @@ class FileData {
   Status Fallocate(uint64_t ino, int mode, uint64_t offset, uint64_t length);
   // Size and mtime of a file open on this mount (they win over the entry's).
   bool OverrideAttr(uint64_t ino, Attr* attr);
+  // The attributes of a file open here, from the open file alone (its entry
+  // may already name another file while a rename over it finishes).
+  std::optional<Attr> OpenAttr(uint64_t ino);
   // The file's name changed: a journal row of its changes follows (a replay
   // after a crash commits them under the new name).
   void Renamed(uint64_t ino);
@@ -155,9 +159,16 @@ class FileData {
   // its blob's metadata (fs/file_times.cc).
   Result<Attr> SetAttr(uint64_t ino, const SetAttrRequest& request);
   // The file's name is gone: its blob, at the version `etag` the entry named
-  // (or this mount's last commit of it), is deleted now or after the last
-  // close; a blob of a new file of that name is never touched.
+  // (or this mount's last commit of it), is deleted; a blob of a new file of
+  // that name is never touched.
+  // While open here, its data is made local first: the open file lives on
+  // in the cache alone (read, write, fstat with st_nlink 0, ftruncate,
+  // fsync), nothing written is committed, and its blob is deleted now, so
+  // a new file of the name is a new file, not a conflict.
   void Unlinked(uint64_t ino, const std::string& blob, const std::string& etag);
+  // Before a rename over `ino`, which overwrites its blob: an open file's
+  // data is made local (Unlinked after the rename keeps it).
+  void BeforeRemoval(uint64_t ino);
   void DeleteBlobWhenUnused(uint64_t ino, const std::string& blob,
                             const Condition& cond = Condition::None());
   // Commits what the dirty journal holds from an earlier run (after a crash),
@@ -274,6 +285,12 @@ class FileData {
   Status Bind(OpenFile& f, const FileState& state);
   void Unload(OpenFile& f);
   Status Journal(OpenFile& f, bool durable = false);
+  // The data an open file shows, made local; `pin`: its blocks dirty (never
+  // evicted) and none read from the blob again.
+  Status KeepLocal(OpenFile& f, Lock& lock, bool pin = true);
+  // Deletes `version` of `blob` (ambiguous answers resolved by reading it).
+  void DeleteVersion(const std::string& blob, const std::string& version);
+  void DeleteOrphan(const std::string& blob, const Condition& cond);
   void SyncAttrsAtClose(OpenFile& f);  // file_times.cc
   int64_t Now() const { return options_.now_ns(); }
   // file_io.cc: reads, writes, truncation under the file's lock.

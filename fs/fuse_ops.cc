@@ -103,7 +103,13 @@ void OnForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 }
 
 void OnGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
-  ReplyAttr(req, Ctx(req).ns->GetAttr(ino), "getattr");
+  auto attr = Ctx(req).ns->GetAttr(ino);
+  if (attr.status().Is(Code::kNotFound)) {
+    // fstat right after an open racing a rename over the name: the entry
+    // names the new file before this mount marks the old one removed.
+    if (auto open = Ctx(req).data->OpenAttr(ino)) attr = *open;
+  }
+  ReplyAttr(req, attr, "getattr");
 }
 
 int64_t TimeNs(const struct timespec& ts) {
@@ -225,16 +231,28 @@ void OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
 
 // commit=async: a rename moves committed rows and blobs, so what is queued
 // under the source is committed first: a directory's whole queue, or the
-// file's own changes (a file not committed yet is renamed in memory).
-void BeforeRename(FsContext& c, uint64_t parent, const char* name) {
-  if (!c.data->async()) return;
+// file's own changes (a file not committed yet is renamed in memory). A
+// file the rename would replace: its queued changes are committed too (the
+// rename decides whether they are replaced), and while it is open its data
+// is made local before the copy overwrites its blob. Returns the inode the
+// target names (0: none, or not a regular file).
+uint64_t BeforeRename(FsContext& c, uint64_t parent, const char* name, uint64_t newparent,
+                      const char* newname) {
   auto src = c.ns->Peek(parent, name);
-  if (!src.ok()) return;  // the rename reports it
-  if (src->IsDir()) {
+  if (!src.ok()) return 0;  // the rename reports it
+  if (c.data->async() && src->IsDir()) {
     c.data->SyncAll().PermitUnchecked();
-  } else if (src->IsRegular() && !c.ns->IsPending(src->ino) && c.data->Pending(src->ino)) {
+  } else if (c.data->async() && src->IsRegular() && !c.ns->IsPending(src->ino) &&
+             c.data->Pending(src->ino)) {
     c.data->Sync(src->ino).PermitUnchecked();
   }
+  auto dst = c.ns->Peek(newparent, newname);
+  if (!dst.ok() || !dst->IsRegular() || dst->ino == src->ino) return 0;
+  if (c.data->async() && !c.ns->IsPending(dst->ino) && c.data->Pending(dst->ino)) {
+    c.data->Sync(dst->ino).PermitUnchecked();
+  }
+  c.data->BeforeRemoval(dst->ino);
+  return dst->ino;
 }
 
 void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
@@ -246,10 +264,12 @@ void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
   unsigned f = 0;
   if (flags & RENAME_NOREPLACE) f |= Namespace::kNoReplace;
   if (flags & RENAME_EXCHANGE) f |= Namespace::kExchange;
-  BeforeRename(c, parent, name);
+  const uint64_t target = BeforeRename(c, parent, name, newparent, newname);
   uint64_t moved = 0;
   auto orphans = c.ns->Rename(parent, name, newparent, newname, f, &moved);
   if (!orphans.ok()) return ReplyError(req, orphans.status(), "rename");
+  // The replaced file: its blob is the rename's (overwritten or orphaned).
+  if (target != 0 && c.ns->RemovedHere(target)) c.data->Unlinked(target, "", "");
   for (const std::string& blob : *orphans) c.data->DeleteBlobWhenUnused(0, blob);
   if (moved != 0) c.data->Renamed(moved);
   fuse_reply_err(req, 0);

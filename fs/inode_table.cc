@@ -65,6 +65,11 @@ bool InodeTable::IsDetached(uint64_t ino) const {
   return it != nodes_.end() && it->second.detached;
 }
 
+bool InodeTable::Contains(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return nodes_.count(ino) > 0;
+}
+
 void InodeTable::MaybeErase(uint64_t ino) {
   auto it = nodes_.find(ino);
   if (it != nodes_.end() && it->second.lookups == 0 && it->second.pins == 0) nodes_.erase(it);

@@ -30,6 +30,8 @@ class InodeTable {
   void Detach(uint64_t ino);
   // Detached (and still known: pinned by an open file, or looked up).
   bool IsDetached(uint64_t ino) const;
+  // The kernel or an open file still holds the node.
+  bool Contains(uint64_t ino) const;
 
   // "/a/b" for a node, "/" for the root; nullopt for unknown or detached nodes.
   std::optional<std::string> PathOf(uint64_t ino) const;

@@ -629,6 +629,16 @@ Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
   STAMPFS_RETURN_IF_ERROR(e);
   auto attr = AttrFromEntity(*e);
   STAMPFS_RETURN_IF_ERROR(attr);
+  if (RemovedHere(attr->ino)) {
+    // Read before this mount's unlink or rename over the name finished (the
+    // kernel revalidates a name without the directory's lock): what the
+    // name holds now, never the removed inode under it again.
+    e = FetchEntry(loc->parent_path, name, true);
+    STAMPFS_RETURN_IF_ERROR(e);
+    attr = AttrFromEntity(*e);
+    STAMPFS_RETURN_IF_ERROR(attr);
+    if (RemovedHere(attr->ino)) return Status(Code::kNotFound, loc->path + " was removed");
+  }
   inodes_.Remember(attr->ino, parent, name, attr->IsDir());
   return WithDirectoryAttrs(loc->path, *attr);
 }
@@ -645,9 +655,13 @@ void Namespace::Remember(uint64_t parent, const DirEntry& entry) {
   inodes_.Remember(entry.attr.ino, parent, entry.name, entry.attr.IsDir());
 }
 
-void Namespace::Forget(uint64_t ino, uint64_t nlookup) { inodes_.Forget(ino, nlookup); }
+void Namespace::Forget(uint64_t ino, uint64_t nlookup) {
+  inodes_.Forget(ino, nlookup);
+  DropRemovedIfGone(ino);
+}
 
 Result<Attr> Namespace::GetAttr(uint64_t ino) {
+  if (auto removed = RemovedAttr(ino)) return *removed;
   std::string path;
   auto e = FetchEntryOf(ino, &path, false);
   STAMPFS_RETURN_IF_ERROR(e);

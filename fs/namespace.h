@@ -243,7 +243,7 @@ class Namespace {
   // This mount removed the inode's name (unlink, a rename over it, a pending
   // create abandoned): not a change another mount made.
   bool RemovedHere(uint64_t ino) const { return inodes_.IsDetached(ino); }
-  void Unpin(uint64_t ino) { inodes_.Unpin(ino); }
+  void Unpin(uint64_t ino);
 
   // -o discover: imports foreign blobs every `interval_s` seconds on a
   // thread of its own (fs/discovery.h) until this Namespace is destroyed.
@@ -338,6 +338,14 @@ class Namespace {
   Result<FileState> FileStateOf(const Entity& entry, const std::string& path) const;
   Result<Attr> CreateNode(uint64_t parent, const std::string& name, uint32_t mode, uint64_t rdev,
                           uint32_t uid, uint32_t gid, bool deferred);
+  // Inodes whose name this mount removed (fs/namespace_removed.cc): detached
+  // from the inode table; a file's entry as it was is kept while the kernel
+  // or an open file holds the inode, so fstat of an unlinked open file
+  // answers (st_nlink 0) and fchmod/futimens change it in memory.
+  void Removed(uint64_t ino, const Entity* entry);
+  void DropRemovedIfGone(uint64_t ino);
+  std::optional<Attr> RemovedAttr(uint64_t ino);
+  std::optional<Result<Attr>> SetRemovedAttr(uint64_t ino, const SetAttrRequest& req);
   // Deferred creates (fs/namespace_pending.cc).
   Result<Attr> CreateDeferred(uint64_t parent, const Located& loc, const Attr& attr);
   std::optional<Entity> PendingEntry(const std::string& pk, const std::string& rk);
@@ -420,6 +428,8 @@ class Namespace {
   std::map<std::string, std::deque<std::shared_ptr<GroupSlot>>> groups_;  // GUARDED_BY(groups_mu_)
   std::mutex lookups_mu_;
   std::unordered_map<std::string, DirectoryLookups> lookups_;  // GUARDED_BY(lookups_mu_)
+  std::mutex removed_mu_;  // before InodeTable's; nothing else is taken while held
+  std::map<uint64_t, Entity> removed_;  // by inode; GUARDED_BY(removed_mu_)
   std::string mount_id_;  // random, names this instance in the intents it writes
   std::string host_;
   std::function<void(const BlobMove&)> blob_moved_;

@@ -257,7 +257,7 @@ Result<FileState> Namespace::Unlink(uint64_t parent, const std::string& name) {
                                &err);
     if (!r.ok() && err.failed_index == 0 && r.status().Is(Code::kPreconditionFailed)) continue;
     STAMPFS_RETURN_IF_ERROR(r);
-    inodes_.Detach(state->attr.ino);
+    Removed(state->attr.ino, &*entry);
     return state;
   }
   return Status(Code::kPreconditionFailed, loc->path + " kept changing under concurrent updates");
@@ -350,6 +350,7 @@ Status Namespace::ApplySetAttr(const SetAttrRequest& req, Entity* entity) {
 }
 
 Result<Attr> Namespace::SetAttr(uint64_t ino, const SetAttrRequest& req) {
+  if (auto removed = SetRemovedAttr(ino, req)) return *removed;
   auto e = MergeEntry(ino, [&](Entity* entity) { return ApplySetAttr(req, entity); });
   STAMPFS_RETURN_IF_ERROR(e);
   auto attr = AttrFromEntity(*e);

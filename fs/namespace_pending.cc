@@ -165,8 +165,8 @@ std::optional<FileState> Namespace::DropPending(const std::string& pk, const std
     it = pending_.find(ino);
     if (it == pending_.end()) return std::nullopt;  // inserted meanwhile
     auto state = FileStateOf(it->second.entry, path);
+    Removed(ino, &it->second.entry);
     pending_.erase(it);
-    inodes_.Detach(ino);
     if (!state.ok()) return std::nullopt;
     state->blob.clear();
     return *state;
@@ -177,7 +177,10 @@ std::optional<FileState> Namespace::DropPending(const std::string& pk, const std
 void Namespace::AbandonPending(uint64_t ino) {
   std::unique_lock<std::mutex> lock(pending_mu_);
   WaitNotInFlight(ino, lock);
-  if (pending_.erase(ino) > 0) inodes_.Detach(ino);
+  auto it = pending_.find(ino);
+  if (it == pending_.end()) return;
+  Removed(ino, &it->second.entry);
+  pending_.erase(it);
 }
 
 // Inserts every pending entry (before a rename, which may move them or

@@ -266,7 +266,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
       return s;
     }
   }
-  if (replaced) inodes_.Detach(replaced->attr.ino);
+  if (replaced) Removed(replaced->attr.ino, replaced->attr.IsDir() ? nullptr : &*dst);
   if (sattr->IsDir() && cache_) {
     cache_->DropPartition(PartitionKeyForDirectory(from->path)).PermitUnchecked();
   }

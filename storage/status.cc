@@ -32,6 +32,7 @@ const char* CodeName(Code code) {
     case Code::kNotPermitted: return "NotPermitted";
     case Code::kIllegalSequence: return "IllegalSequence";
     case Code::kNoSpace: return "NoSpace";
+    case Code::kStale: return "Stale";
   }
   return "Unknown";
 }

@@ -39,6 +39,7 @@ enum class Code {
   kNotPermitted,        // EPERM
   kIllegalSequence,     // EILSEQ: a name stampfs cannot store (fs/names.h)
   kNoSpace,             // ENOSPC: the local cache's disk is full
+  kStale,               // ESTALE: an inode this mount no longer has a name or data for
 };
 
 const char* CodeName(Code code);

@@ -38,9 +38,10 @@ struct Mix {
   // new: an unlink or rename whose entry went but whose blob Delete failed
   // (or whose reply was lost) leaves the blob without an entry
   bool orphan_blob = false;
-  // new: a file unlinked while open keeps its blob until its last close, so
-  // a new file of that name meets it (a false conflict, EIO)
-  bool reuse_unlinked = false;
+  // new: a file unlinked while open kept its blob until its last close, so
+  // a new file of that name met it (a false conflict, EIO). Fixed (its data
+  // is made local and its blob deleted at the unlink): on by default
+  bool reuse_unlinked = true;
   // Issue 13: odd seeds mount with -o commit=async (close journals, the
   // pipeline commits at `pump` steps); even seeds with commit=close.
   bool async_commit = true;

@@ -329,14 +329,24 @@ std::string Executor::ChangeNames(Op& op, SimMount& m, const Snapshot& before, b
         return "skip";
       }
       // As fs/fuse_ops.cc's BeforeRename: commit=async commits what is
-      // queued under the source first.
-      if (m.data->async()) {
-        auto src_attr = m.ns->Peek(parent->ino, name);
-        if (src_attr.ok() && src_attr->IsDir()) {
+      // queued under the source (and the target) first; an open target's
+      // data is made local before the copy overwrites its blob.
+      auto src_attr = m.ns->Peek(parent->ino, name);
+      uint64_t target = 0;
+      if (src_attr.ok()) {
+        if (m.data->async() && src_attr->IsDir()) {
           m.data->SyncAll().PermitUnchecked();
-        } else if (src_attr.ok() && src_attr->IsRegular() && !m.ns->IsPending(src_attr->ino) &&
+        } else if (m.data->async() && src_attr->IsRegular() && !m.ns->IsPending(src_attr->ino) &&
                    m.data->Pending(src_attr->ino)) {
           m.data->Sync(src_attr->ino).PermitUnchecked();
+        }
+        auto dst_attr = m.ns->Peek(to_parent->ino, BaseName(op.path2));
+        if (dst_attr.ok() && dst_attr->IsRegular() && dst_attr->ino != src_attr->ino) {
+          target = dst_attr->ino;
+          if (m.data->async() && !m.ns->IsPending(target) && m.data->Pending(target)) {
+            m.data->Sync(target).PermitUnchecked();
+          }
+          m.data->BeforeRemoval(target);
         }
       }
       uint64_t moved = 0;
@@ -347,6 +357,7 @@ std::string Executor::ChangeNames(Op& op, SimMount& m, const Snapshot& before, b
         ledger_.Doomed(dst->second.ino);
       }
       if (!orphans.ok()) return "";
+      if (target != 0 && m.ns->RemovedHere(target)) m.data->Unlinked(target, "", "");
       for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
       if (moved != 0) m.data->Renamed(moved);  // as fs/fuse_ops.cc
       return std::to_string(orphans->size()) + " blob(s) to delete";

@@ -22,6 +22,7 @@ bool Mix::Enable(const std::string& name) {
 
 bool Mix::Disable(const std::string& name) {
   if (name == "async-commit") return !(async_commit = false);
+  if (name == "reuse-unlinked") return !(reuse_unlinked = false);
   return false;
 }
 

@@ -1027,16 +1027,35 @@ TEST_F(DeferredCreateTest, TheLastCloseOfAnUnlinkedFileSparesTheBlobOfANewFileOf
   EXPECT_EQ(Blob("name"), "another mount's new file");
 }
 
-TEST_F(DeferredCreateTest, TheLastCloseOfAnUnlinkedFileDeletesTheVersionItHad) {
+// Its data is made local first: the open file reads from the cache alone,
+// and a new file of the name is free to commit (tests/unit/unlinked_test.cc).
+TEST_F(DeferredCreateTest, AnUnlinkedOpenFileLosesItsBlobAtOnceAndKeepsItsData) {
   Mount a = NewMount("a");
   Commit(a, "old", "committed");
   uint64_t ino = OpenExisting(a, "old");
   auto gone = a.ns->Unlink(kRootIno, "old");
   ASSERT_TRUE(gone.ok());
   a.data->Unlinked(ino, gone->blob, gone->blob_etag);
-  EXPECT_EQ(Blob("old"), "committed") << "kept while open";
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "old").status().Is(Code::kNotFound));
+  EXPECT_EQ(ReadAll(a, ino, 9), "committed");
   ASSERT_TRUE(a.data->Release(ino).ok());
   EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "old").status().Is(Code::kNotFound));
+}
+
+// The service is away at the unlink: the blob stays until the last close.
+TEST_F(DeferredCreateTest, AnUnlinkedOpenFileWhoseDataCannotBeFetchedKeepsItsBlobUntilClosed) {
+  const std::string content = Pattern(3 * kBlock, 3);
+  uint64_t ino = 0;
+  Mount m = ColdReader(content, &ino);
+  auto gone = m.ns->Unlink(kRootIno, "f");
+  ASSERT_TRUE(gone.ok());
+  plan_->FailAlways(Status(Code::kTransport, "injected"), "Read");
+  m.data->Unlinked(ino, gone->blob, gone->blob_etag);
+  plan_->Clear();
+  EXPECT_EQ(Blob("f"), content) << "kept while open";
+  EXPECT_EQ(ReadAll(m, ino, content.size()), content);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "f").status().Is(Code::kNotFound));
 }
 
 TEST_F(DeferredCreateTest, ARenameFindingThePendingNameTakenKeepsTheDataForACopy) {

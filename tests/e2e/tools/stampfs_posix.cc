@@ -3,6 +3,11 @@
 //
 //   stampfs_posix rename plain|noreplace|exchange FROM TO   renameat2(2)
 //   stampfs_posix mknod-reg PATH                            mknod(2) of S_IFREG, mode 0644
+//   stampfs_posix unlinked PATH REF [recreate]              a build tool's temporary file:
+//       open PATH (holding REF's bytes), unlink it, then through the descriptor
+//       read (== REF), fstat (st_nlink 0), write, ftruncate, fsync; with
+//       `recreate`, create PATH anew (O_EXCL) and write "new file" meanwhile;
+//       the old descriptor still reads the old data; close.
 //
 // Exit 0 on success; otherwise prints the errno's name (EEXIST, EINVAL...)
 // on stdout and exits 1.
@@ -10,9 +15,12 @@
 #include <linux/fs.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -24,8 +32,76 @@ int Failed() {
   return 1;
 }
 
+int Step(const char* what) {
+  printf("%s: ", what);
+  return Failed();
+}
+
+int Wrong(const char* what, long long got, long long want) {
+  printf("%s: %lld, expected %lld\n", what, got, want);
+  return 1;
+}
+
+bool ReadAt(int fd, std::string* out, size_t n, off_t off) {
+  out->assign(n, '\0');
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = pread(fd, out->data() + done, n - done, off + static_cast<off_t>(done));
+    if (r <= 0) return false;
+    done += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+int Unlinked(const char* path, const char* ref_path, bool recreate) {
+  std::ifstream in(ref_path, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string ref = buf.str();
+  const int fd = open(path, O_RDWR);
+  if (fd < 0) return Step("open");
+  if (unlink(path) != 0) return Step("unlink");
+  struct stat st {};
+  if (stat(path, &st) == 0 || errno != ENOENT) return Wrong("stat of the name (ENOENT)", errno, ENOENT);
+  if (fstat(fd, &st) != 0) return Step("fstat");
+  if (st.st_nlink != 0) return Wrong("st_nlink", static_cast<long long>(st.st_nlink), 0);
+  if (st.st_size != static_cast<off_t>(ref.size())) return Wrong("st_size", st.st_size, ref.size());
+  std::string got;
+  if (!ReadAt(fd, &got, ref.size(), 0)) return Step("pread");
+  if (got != ref) return Wrong("pread: bytes differ from REF", 0, 0);
+  const std::string more = "written after the unlink";
+  if (pwrite(fd, more.data(), more.size(), 10) != static_cast<ssize_t>(more.size())) {
+    return Step("pwrite");
+  }
+  ref.replace(10, more.size(), more);
+  const size_t half = ref.size() / 2;
+  if (ftruncate(fd, static_cast<off_t>(half)) != 0) return Step("ftruncate");
+  ref.resize(half);
+  if (fstat(fd, &st) != 0) return Step("fstat after ftruncate");
+  if (st.st_size != static_cast<off_t>(half)) return Wrong("st_size after ftruncate", st.st_size, half);
+  if (st.st_nlink != 0) return Wrong("st_nlink after ftruncate", st.st_nlink, 0);
+  if (fsync(fd) != 0) return Step("fsync");
+  if (recreate) {
+    const int nfd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (nfd < 0) return Step("create of the same name");
+    struct stat nst {};
+    if (fstat(nfd, &nst) != 0) return Step("fstat of the new file");
+    if (nst.st_ino == st.st_ino) return Wrong("the new file's inode", nst.st_ino, 0);
+    const std::string text = "new file";
+    if (write(nfd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+      return Step("write of the new file");
+    }
+    if (close(nfd) != 0) return Step("close of the new file");
+  }
+  if (!ReadAt(fd, &got, ref.size(), 0)) return Step("pread after fsync");
+  if (got != ref) return Wrong("pread after fsync: bytes differ", 0, 0);
+  if (close(fd) != 0) return Step("close");
+  return 0;
+}
+
 int Usage(const char* self) {
-  fprintf(stderr, "usage: %s rename plain|noreplace|exchange FROM TO | mknod-reg PATH\n", self);
+  fprintf(stderr, "usage: %s rename plain|noreplace|exchange FROM TO | mknod-reg PATH | "
+          "unlinked PATH REF [recreate]\n", self);
   return 2;
 }
 
@@ -36,6 +112,9 @@ int main(int argc, char** argv) {
   const std::string op = argv[1];
   if (op == "mknod-reg" && argc == 3) {
     return mknod(argv[2], S_IFREG | 0644, 0) == 0 ? 0 : Failed();
+  }
+  if (op == "unlinked" && (argc == 4 || argc == 5)) {
+    return Unlinked(argv[2], argv[3], argc == 5 && std::string(argv[4]) == "recreate");
   }
   if (op != "rename" || argc != 5) return Usage(argv[0]);
   const std::string mode = argv[2];

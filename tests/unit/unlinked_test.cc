@@ -1,0 +1,178 @@
+// Files unlinked (or renamed over) while open on this mount, a new file of
+// the same name, and opens racing a rename over their target (issue 14).
+#include <cerrno>
+
+#include "fs/errno_map.h"
+#include "file_data_fixture.h"
+
+namespace stampfs {
+namespace {
+
+class UnlinkedTest : public DeferredCreateTest {
+ protected:
+  bool BlobGone(const std::string& name) {
+    return raw_blobs_->GetProperties(kContainer, name).status().Is(Code::kNotFound);
+  }
+  // What fstat shows through a descriptor (fs/fuse_ops.cc EntryFor).
+  Attr Fstat(Mount& m, uint64_t ino) {
+    auto attr = m.ns->GetAttr(ino);
+    EXPECT_TRUE(attr.ok()) << attr.status().ToString();
+    if (!attr.ok()) return {};
+    Attr shown = *attr;
+    m.data->OverrideAttr(ino, &shown);
+    return shown;
+  }
+  Status Unlink(Mount& m, const std::string& name) {
+    auto gone = m.ns->Unlink(kRootIno, name);
+    if (!gone.ok()) return gone.status();
+    m.data->Unlinked(gone->attr.ino, gone->blob, gone->blob_etag);
+    return Status::Ok();
+  }
+  int ConflictCopies(Mount& m) {
+    auto listing = m.ns->ReadDir(kRootIno);
+    EXPECT_TRUE(listing.ok());
+    int copies = 0;
+    for (const DirEntry& e : listing.ok() ? *listing : std::vector<DirEntry>{}) {
+      if (e.name.find(".conflict-") != std::string::npos) copies++;
+    }
+    return copies;
+  }
+  // The open/unlink/read/write/fstat/ftruncate/fsync/close sequence of a
+  // build tool's temporary file, on a cold cache (nothing read yet).
+  void UnlinkedOpenFileSequence() {
+    const std::string content = Pattern(5 * kBlock + 123, 7);  // a block blob
+    {
+      Mount writer = NewMount("writer");
+      Commit(writer, "f", content);
+      writer.data->CommitDue();
+    }
+    Mount m = NewMount("reader");
+    uint64_t ino = OpenExisting(m, "f", false);
+    ASSERT_TRUE(m.data->Open(ino, OpenFlags{false, false, true}).ok());  // a writer too
+    ASSERT_TRUE(Unlink(m, "f").ok());
+    EXPECT_TRUE(BlobGone("f")) << "its data lives in the cache alone now";
+    EXPECT_TRUE(m.ns->Lookup(kRootIno, "f").status().Is(Code::kNotFound));
+    Attr st = Fstat(m, ino);
+    EXPECT_EQ(ToStat(st).st_nlink, 0u);
+    EXPECT_EQ(st.size, content.size());
+    EXPECT_EQ(ReadAll(m, ino, content.size()), content);
+    Write(m, ino, "written after the unlink", 10);
+    std::string expect = content;
+    expect.replace(10, 24, "written after the unlink");
+    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
+    ASSERT_TRUE(m.data->Truncate(ino, 3 * kBlock).ok());
+    expect.resize(3 * kBlock);
+    EXPECT_EQ(Fstat(m, ino).size, expect.size());
+    EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 0u);
+    SetAttrRequest chmod;
+    chmod.mode = 0600;
+    auto changed = m.data->SetAttr(ino, chmod);
+    ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+    EXPECT_EQ(Fstat(m, ino).mode & 07777, 0600u);
+    EXPECT_TRUE(m.data->Sync(ino).ok());
+    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
+    EXPECT_TRUE(m.data->Flush(ino).ok());
+    EXPECT_TRUE(m.data->Release(ino).ok());
+    EXPECT_TRUE(m.data->Release(ino).ok());
+    m.data->CommitDue();
+    EXPECT_TRUE(BlobGone("f")) << "nothing written after the unlink was committed";
+    EXPECT_FALSE(InTable("/", "f"));
+    EXPECT_TRUE(m.blocks->Journaled().empty());
+  }
+  // SQLite's -wal: unlinked while another connection has it open, then
+  // created again under the same name.
+  void UnlinkThenCreateTheSameName(bool exclusive) {
+    Mount m = NewMount("m");
+    Commit(m, "db-wal", "old frames");
+    m.data->CommitDue();
+    uint64_t old_ino = OpenExisting(m, "db-wal");
+    ASSERT_TRUE(Unlink(m, "db-wal").ok());
+    uint64_t new_ino = exclusive ? Create(m, "db-wal") : CreateDeferred(m, kRootIno, "db-wal");
+    ASSERT_NE(new_ino, old_ino) << "a new inode";
+    Write(m, new_ino, "new frames, longer", 0);
+    EXPECT_TRUE(m.data->Release(new_ino).ok()) << "no conflict with the unlinked file";
+    ASSERT_TRUE(m.data->SyncAll().ok());
+    EXPECT_EQ(ReadAll(m, old_ino, 10), "old frames") << "the old descriptor sees the old data";
+    EXPECT_TRUE(m.data->Release(old_ino).ok());
+    m.data->CommitDue();
+    EXPECT_EQ(Blob("db-wal"), "new frames, longer");
+    EXPECT_EQ(ConflictCopies(m), 0);
+    auto attr = m.ns->Lookup(kRootIno, "db-wal");
+    ASSERT_TRUE(attr.ok());
+    EXPECT_EQ(attr->ino, new_ino);
+  }
+};
+
+TEST_F(UnlinkedTest, AnUnlinkedOpenFileWorksUntilItsLastCloseWithCommitClose) {
+  UnlinkedOpenFileSequence();
+}
+
+TEST_F(UnlinkedTest, AnUnlinkedOpenFileWorksUntilItsLastCloseWithCommitAsync) {
+  async_threads_ = 0;
+  commit_delay_ms_ = 0;
+  UnlinkedOpenFileSequence();
+}
+
+TEST_F(UnlinkedTest, UnlinkThenCreateOfTheSameNameWithCommitClose) {
+  UnlinkThenCreateTheSameName(false);
+}
+
+TEST_F(UnlinkedTest, UnlinkThenExclusiveCreateOfTheSameNameWithCommitClose) {
+  UnlinkThenCreateTheSameName(true);
+}
+
+TEST_F(UnlinkedTest, UnlinkThenCreateOfTheSameNameWithCommitAsync) {
+  async_threads_ = 0;
+  UnlinkThenCreateTheSameName(false);
+}
+
+TEST_F(UnlinkedTest, UnlinkThenExclusiveCreateOfTheSameNameWithCommitAsync) {
+  async_threads_ = 0;
+  UnlinkThenCreateTheSameName(true);
+}
+
+// A rename over a file open here (an atomic save while a reader holds the
+// old version): the reader keeps the old data, the new file owns the name
+// and the blob, no conflict copy.
+TEST_F(UnlinkedTest, ARenameOverAnOpenFileKeepsTheOldDataForItsReader) {
+  const std::string old_data = Pattern(3 * kBlock + 5, 1);
+  uint64_t old_ino = 0;
+  Mount m = ColdReader(old_data, &old_ino);  // "f", nothing read yet
+  Commit(m, "tmp", "the new version");
+  m.data->BeforeRemoval(old_ino);  // as fs/fuse_ops.cc BeforeRename
+  auto orphans = m.ns->Rename(kRootIno, "tmp", kRootIno, "f", 0);
+  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
+  ASSERT_TRUE(m.ns->RemovedHere(old_ino));
+  m.data->Unlinked(old_ino, "", "");
+  for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
+  EXPECT_EQ(ReadAll(m, old_ino, old_data.size()), old_data);
+  EXPECT_EQ(ToStat(Fstat(m, old_ino)).st_nlink, 0u);
+  Write(m, old_ino, "never committed", 0);
+  EXPECT_TRUE(m.data->Release(old_ino).ok());
+  EXPECT_EQ(Blob("f"), "the new version");
+  EXPECT_EQ(ConflictCopies(m), 0);
+}
+
+// The kernel resolved "target" to the old inode, then a rename replaced it
+// before the open arrived: ESTALE, on which the kernel walks the path again
+// and opens the new file (never ENOENT).
+TEST_F(UnlinkedTest, AnOpenRacingARenameOverItsTargetIsStaleNotMissing) {
+  Mount m = NewMount("m");
+  Commit(m, "target", "old");
+  Commit(m, "tmp", "new");
+  auto old_attr = m.ns->Lookup(kRootIno, "target");
+  ASSERT_TRUE(old_attr.ok());
+  ASSERT_TRUE(m.ns->Rename(kRootIno, "tmp", kRootIno, "target", 0).ok());
+  auto opened = m.data->Open(old_attr->ino, OpenFlags{false, false, false});
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(ErrnoFor(opened.status()), ESTALE) << opened.status().ToString();
+  auto now = m.ns->Lookup(kRootIno, "target");
+  ASSERT_TRUE(now.ok());
+  EXPECT_NE(now->ino, old_attr->ino);
+  EXPECT_TRUE(m.data->Open(now->ino, OpenFlags{false, false, false}).ok());
+  EXPECT_EQ(ReadAll(m, now->ino, 3), "new");
+  EXPECT_TRUE(m.data->Release(now->ino).ok());
+}
+
+}  // namespace
+}  // namespace stampfs
