@@ -11,6 +11,8 @@ std::string InodeRowKey(uint64_t ino) {
   return buf;
 }
 
+std::string LinkBlobPath(uint64_t ino) { return "/.stampfs-links/" + std::to_string(ino); }
+
 bool IsLinkName(const Entity& entry) {
   return entry.partition_key != kInodesPartition && entry.GetInt64(kLinkedProperty) != 0;
 }

@@ -11,7 +11,7 @@
 // added before a name is inserted, removed after; a directory rename above a
 // name leaves it stale). The blob is named by one of the paths (the first
 // name linked); unlinking or renaming that name first copies the blob to a
-// surviving name's path: copy, the record names the copy (and the old blob
+// surviving name's path (none known: LinkBlobPath): copy, the record names the copy (and the old blob
 // as "moving"), the old blob deleted, "moving" dropped.
 #pragma once
 
@@ -30,6 +30,9 @@ inline constexpr char kLinkPathsProperty[] = "paths";
 inline constexpr char kMovingProperty[] = "moving";
 
 std::string InodeRowKey(uint64_t ino);
+// Where the blob of a linked file goes when none of its names' paths is
+// known: "/.stampfs-links/<ino>" (blob ".stampfs-links/<ino>").
+std::string LinkBlobPath(uint64_t ino);
 // A name entry whose attributes and data are in its inode record.
 bool IsLinkName(const Entity& entry);
 std::vector<std::string> LinkPaths(const Entity& record);

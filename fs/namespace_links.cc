@@ -262,9 +262,11 @@ Status Namespace::KeepLinkBlob(Entity* record, const std::string& leaving) {
     if (!IsLinkName(*e) || static_cast<uint64_t>(e->GetInt64("ino")) != ino) continue;
     return MoveLinkBlob(record, p);
   }
-  return Status(Code::kConflict, leaving + " names the blob of a linked file whose other names "
-                                           "are unknown (a directory above them was renamed): "
-                                           "run stampfs fsck --repair");
+  // No other name is known (a directory above them was renamed): the blob
+  // moves to a name of its own, which no path of the mount can take.
+  LogWarning(leaving + ": no other name of inode " + std::to_string(ino) +
+             " is known; its blob moves to " + BlobNameFor(LinkBlobPath(ino)));
+  return MoveLinkBlob(record, LinkBlobPath(ino));
 }
 
 Result<FileState> Namespace::UnlinkLinked(const Located& loc, uint64_t ino) {

@@ -160,6 +160,27 @@ TEST_F(LinkTest, FsckRepairsACountAndARecordNoNameUses) {
   EXPECT_EQ(Nlink(*NewMount().ns, "/a/x"), 2u);
 }
 
+TEST_F(LinkTest, ADirectoryRenameKeepsLinkedNamesAndAnUnknownSurvivorGetsTheBlob) {
+  Mount m = NewMount();
+  MakeTree(*m.ns);
+  ASSERT_TRUE(LinkAs(*m.ns, "/a/x", "/b/x2").ok());
+  const uint64_t ino = InoOf(*m.ns, "/a/x");
+  auto r = m.ns->Rename(kRootIno, "b", kRootIno, "c", 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Snapshot()["/c/x2"], "f data of x");
+  EXPECT_EQ(Nlink(*m.ns, "/c/x2"), 2u);
+  // The record still lists /b/x2: the blob cannot move there.
+  auto gone = Unlink(*m.ns, "/a/x");
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_EQ(BlobNames().count(BlobNameFor(LinkBlobPath(ino))), 1u);
+  EXPECT_EQ(BlobNames().count("a/x"), 0u);
+  Tree t = Snapshot();
+  EXPECT_EQ(t["/c/x2"], "f data of x");
+  EXPECT_EQ(t.count("/.stampfs-links"), 0u);
+  FsckReport f = Fsck(false);
+  EXPECT_TRUE(f.findings.empty()) << Findings(f);
+}
+
 // From the Kth storage call of the operation on, every call fails (before or
 // after it is applied). Every name left reads the file's data; fsck --repair
 // leaves a clean table whose counts match the names.
