@@ -256,6 +256,8 @@ class Namespace {
   // Hard links (fs/namespace_links.cc).
   Result<Entity> FetchInode(uint64_t ino, bool fresh);
   Result<Entity> ResolveLink(const Entity& entry, bool fresh);
+  Result<Entity> FindLinkName(uint64_t ino, std::string* path);
+  Result<Entity> LiveLinkName(const Entity& record, const std::string& except, std::string* path);
   Result<Entity> PutInode(const Entity& record, const Condition& cond);
   Result<Entity> ChangeInode(uint64_t ino, const std::function<Status(Entity*)>& change);
   Status MoveLinkBlob(Entity* record, const std::string& to_path);

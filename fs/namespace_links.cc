@@ -98,6 +98,30 @@ Result<Entity> Namespace::ChangeInode(uint64_t ino, const std::function<Status(E
   return Status(Code::kPreconditionFailed, "inode record kept changing under concurrent updates");
 }
 
+// A name of the record's inode other than `except`, from its paths, each
+// read back (it must still be a linked name of the inode).
+Result<Entity> Namespace::LiveLinkName(const Entity& record, const std::string& except,
+                                       std::string* path) {
+  const uint64_t ino = static_cast<uint64_t>(record.GetInt64("ino"));
+  for (const std::string& p : LinkPaths(record)) {
+    if (p == except) continue;
+    auto e = FetchEntry(ParentPath(p), BaseName(p), true, false);
+    if (e.status().Is(Code::kNotFound)) continue;
+    STAMPFS_RETURN_IF_ERROR(e);
+    if (!IsLinkName(*e) || static_cast<uint64_t>(e->GetInt64("ino")) != ino) continue;
+    *path = p;
+    return e;
+  }
+  return Status(Code::kNotFound, "no known name of inode " + std::to_string(ino));
+}
+
+// The name this mount knew for `ino` was unlinked or replaced: another one.
+Result<Entity> Namespace::FindLinkName(uint64_t ino, std::string* path) {
+  auto rec = FetchInode(ino, true);
+  STAMPFS_RETURN_IF_ERROR(rec);
+  return LiveLinkName(*rec, "", path);
+}
+
 Result<Attr> Namespace::Link(uint64_t ino, uint64_t new_parent, const std::string& new_name) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
   auto to = Locate(new_parent, new_name, true);
@@ -115,6 +139,7 @@ Result<Attr> Namespace::Link(uint64_t ino, uint64_t new_parent, const std::strin
   for (int attempt = 0; attempt < kAttempts && !record; ++attempt) {
     std::string path;
     auto name = FetchNameOf(ino, &path, true);
+    if (name.status().Is(Code::kNotFound) && KnownLinked(ino)) name = FindLinkName(ino, &path);
     STAMPFS_RETURN_IF_ERROR(name);
     auto attr = AttrFromEntity(*name);
     STAMPFS_RETURN_IF_ERROR(attr);
@@ -254,14 +279,10 @@ Status Namespace::MoveLinkBlob(Entity* record, const std::string& to_path) {
 Status Namespace::KeepLinkBlob(Entity* record, const std::string& leaving) {
   if (Str(*record, "blob") != BlobNameFor(leaving)) return Status::Ok();
   const uint64_t ino = static_cast<uint64_t>(record->GetInt64("ino"));
-  for (const std::string& p : LinkPaths(*record)) {
-    if (p == leaving) continue;
-    auto e = FetchEntry(ParentPath(p), BaseName(p), true, false);
-    if (e.status().Is(Code::kNotFound)) continue;
-    STAMPFS_RETURN_IF_ERROR(e);
-    if (!IsLinkName(*e) || static_cast<uint64_t>(e->GetInt64("ino")) != ino) continue;
-    return MoveLinkBlob(record, p);
-  }
+  std::string survivor;
+  auto e = LiveLinkName(*record, leaving, &survivor);
+  if (e.ok()) return MoveLinkBlob(record, survivor);
+  if (!e.status().Is(Code::kNotFound)) return e.status();
   // No other name is known (a directory above them was renamed): the blob
   // moves to a name of its own, which no path of the mount can take.
   LogWarning(leaving + ": no other name of inode " + std::to_string(ino) +

@@ -106,11 +106,19 @@ TEST_F(LinkTest, RenameOverTheBlobsNameKeepsTheOtherNamesData) {
   Mount m = NewMount();
   MakeTree(*m.ns);
   ASSERT_TRUE(LinkAs(*m.ns, "/a/x", "/b/x2").ok());
-  auto r = m.ns->Rename(InoOf(*m.ns, "/b"), "y", InoOf(*m.ns, "/a"), "x", 0);
+  const uint64_t ino = InoOf(*m.ns, "/a/x");  // the mount knows the inode by this name
+  const uint64_t b = InoOf(*m.ns, "/b");
+  auto r = m.ns->Rename(b, "y", InoOf(*m.ns, "/a"), "x", 0);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // The kernel still holds the inode (a cached dentry of /b/x2): it stays usable.
+  EXPECT_TRUE(m.ns->GetAttr(ino).ok());
+  auto again = m.ns->Link(ino, b, "x3");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
   Tree t = Snapshot();
   EXPECT_EQ(t["/a/x"], "f old y");
   EXPECT_EQ(t["/b/x2"], "f data of x");
+  EXPECT_EQ(t["/b/x3"], "f data of x");
+  ASSERT_TRUE(Unlink(*m.ns, "/b/x3").ok());
   EXPECT_EQ(Nlink(*m.ns, "/b/x2"), 1u);
   FsckReport f = Fsck(false);
   EXPECT_TRUE(f.findings.empty()) << Findings(f);
