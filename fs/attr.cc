@@ -19,6 +19,7 @@ Result<Attr> AttrFromEntity(const Entity& e) {
   a.ctime_ns = e.GetInt64("ctime", a.mtime_ns);
   a.atime_ns = e.GetInt64("atime", a.mtime_ns);
   a.rdev = static_cast<uint64_t>(e.GetInt64("rdev"));
+  a.nlink = static_cast<uint32_t>(e.GetInt64("nlink"));  // hard links' inode records only
   return a;
 }
 

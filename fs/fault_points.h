@@ -9,7 +9,9 @@
 //
 // Points: rename.after_intent, rename.after_close (a directory's old "." row
 // deleted), rename.after_copy, rename.after_partition, rename.after_insert,
-// rename.after_table (fs/namespace_rename.cc).
+// rename.after_table (fs/namespace_rename.cc); link.after_record,
+// link.after_mark, link.after_blob_copy, link.after_blob_record,
+// link.after_unlink_name (fs/namespace_links.cc).
 #pragma once
 
 namespace stampfs {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "fs/attr.h"
+#include "fs/hard_links.h"
 #include "fs/inode_table.h"
 #include "fs/names.h"
 #include "fs/namespace.h"
@@ -41,6 +42,10 @@ const char* FsckKindName(FsckKind kind) {
     case FsckKind::kBlobWithoutEntry: return "blob-without-entry";
     case FsckKind::kDuplicateIno: return "duplicate-ino";
     case FsckKind::kUnknownRow: return "unknown-row";
+    case FsckKind::kLinkCount: return "link-count";
+    case FsckKind::kOrphanInode: return "orphan-inode";
+    case FsckKind::kMissingInode: return "missing-inode";
+    case FsckKind::kStaleLinkBlob: return "stale-link-blob";
     case FsckKind::kIntent: return "intent";
     case FsckKind::kMissingMarker: return "missing-marker";
   }
@@ -76,6 +81,7 @@ Result<FsckReport> Fsck::Run() {
   CheckOrphanPartitions();
   CheckFiles();
   CheckDuplicateInos();
+  CheckLinks();
   if (options_.dir_markers) CheckDirectoryMarkers();
   CheckUnreferencedBlobs();
   return report_;
@@ -171,6 +177,7 @@ Status Fsck::RemoveEntry(const EntryRef& ref) {
 void Fsck::CheckUnknownRows() {
   for (const Entity& e : scan_.other) {
     if (e.partition_key == kIntentsPartition) continue;  // CheckIntents
+    if (e.partition_key == kInodesPartition) continue;   // CheckLinks
     Add(FsckKind::kUnknownRow, e.partition_key + " / " + e.row_key,
         "a row in a partition stampfs does not use")
         .repair = "left alone";

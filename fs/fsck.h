@@ -62,6 +62,10 @@ enum class FsckKind {
   kUnknownRow,
   kIntent,
   kMissingMarker,  // with dir_markers: a directory without its marker blob
+  kLinkCount,      // a hard-linked file's record counts other than its names
+  kOrphanInode,    // an inode record no name uses (an unfinished link or unlink)
+  kMissingInode,   // a linked name without its inode record: no data
+  kStaleLinkBlob,  // a copy or old blob an unfinished move of a linked file's blob left
 };
 
 // A short stable name ("missing-blob", "etag-mismatch", ...).
@@ -131,6 +135,7 @@ class Fsck {
   void CheckOrphanPartitions();
   void CheckFiles();
   void CheckDuplicateInos();
+  void CheckLinks();  // fs/fsck_links.cc
   void CheckUnreferencedBlobs();
   void CheckDirectoryMarkers();
   void RepairByImport(const std::vector<size_t>& findings);
@@ -142,6 +147,7 @@ class Fsck {
   std::vector<BlobItem> blob_list_;
   std::map<std::string, const BlobItem*> blobs_by_name_;
   std::set<std::pair<std::string, std::string>> removed_;  // (pk, rk) deleted by a repair
+  std::set<std::string> handled_blobs_;  // blobs CheckLinks found (not "without entry")
   uint64_t max_ino_ = 0;
   FsckReport report_;
 };

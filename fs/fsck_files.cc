@@ -9,6 +9,7 @@
 #include "fs/attr.h"
 #include "fs/dir_marker.h"
 #include "fs/fsck.h"
+#include "fs/hard_links.h"
 #include "fs/import.h"
 #include "fs/import_plan.h"
 #include "fs/inode_table.h"
@@ -35,8 +36,12 @@ std::set<std::string> Unreferenced(const TableScan& scan, const std::vector<Blob
     for (const auto& [rk, e] : part.entries) {
       if (removed(pk, rk) || EntryType(e) != S_IFREG) continue;
       auto name = NameOfEntry(e);
-      if (name.ok()) named.insert(BlobOf(e, JoinPath(part.path, *name)));
+      if (name.ok() && !IsLinkName(e)) named.insert(BlobOf(e, JoinPath(part.path, *name)));
     }
+  }
+  for (const Entity& e : scan.other) {  // hard-linked files' blobs
+    if (e.partition_key != kInodesPartition) continue;
+    if (const std::string* b = e.GetString("blob")) named.insert(*b);
   }
   std::set<std::string> out;
   for (const BlobItem& b : blobs) {
@@ -58,9 +63,11 @@ void Fsck::CheckFiles() {
   // data, and adopting the blob would make both claim it. Reported only.
   std::map<std::string, std::vector<std::string>> paths_of_blob;
   for (const EntryRef& ref : Entries(S_IFREG)) {
+    if (IsLinkName(*ref.entry)) continue;  // CheckLinks
     paths_of_blob[BlobOf(*ref.entry, ref.path)].push_back(ref.path);
   }
   for (const EntryRef& ref : Entries(S_IFREG)) {
+    if (IsLinkName(*ref.entry)) continue;
     const std::string blob = BlobOf(*ref.entry, ref.path);
     if (const auto& paths = paths_of_blob[blob]; paths.size() > 1) {
       if (paths.front() == ref.path) {
@@ -109,6 +116,7 @@ void Fsck::CheckDuplicateInos() {
         {INT64_MIN, "/", nullptr});
   }
   for (const EntryRef& ref : refs) {
+    if (IsLinkName(*ref.entry)) continue;  // names of one file share its inode (CheckLinks)
     by_ino[static_cast<uint64_t>(ref.entry->GetInt64("ino"))].push_back(
         {ref.entry->GetInt64("ctime"), ref.path, &ref});
   }
@@ -146,6 +154,7 @@ void Fsck::CheckUnreferencedBlobs() {
   };
   std::vector<size_t> found;
   for (const std::string& name : Unreferenced(scan_, blob_list_, removed)) {
+    if (handled_blobs_.count(name)) continue;
     Add(FsckKind::kBlobWithoutEntry, name, "no entry names this blob");
     found.push_back(report_.findings.size() - 1);
   }

@@ -225,7 +225,7 @@ void OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   FsContext& c = Ctx(req);
   auto gone = c.ns->Unlink(parent, name);
   if (!gone.ok()) return ReplyError(req, gone.status(), "unlink");
-  if (gone->attr.IsRegular()) c.data->Unlinked(gone->attr.ino, gone->blob, gone->blob_etag);
+  if (gone->attr.IsRegular() && gone->names_left == 0) c.data->Unlinked(gone->attr.ino, gone->blob, gone->blob_etag);
   fuse_reply_err(req, 0);
 }
 
@@ -286,9 +286,15 @@ void OnReadlink(fuse_req_t req, fuse_ino_t ino) {
   fuse_reply_readlink(req, target->c_str());
 }
 
-void OnLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) {
-  // Hard links are not supported (docs/semantics.md): one entry per inode.
-  fuse_reply_err(req, EPERM);
+void OnLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
+  FsContext& c = Ctx(req);
+  // Only a committed file is linked: what is queued or still pending is
+  // committed first (both commit modes).
+  if (c.data->Pending(ino) || c.ns->IsPending(ino)) {
+    Status s = c.data->Sync(ino);
+    if (!s.ok()) return ReplyError(req, s, "link");
+  }
+  ReplyEntry(req, c.ns->Link(ino, newparent, newname), "link");
 }
 
 OpenFlags OpenFlagsOf(int flags, bool created) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "fs/attr.h"
+#include "fs/hard_links.h"
 #include "fs/import_plan.h"
 #include "fs/namespace.h"
 #include "fs/table_scan.h"
@@ -162,6 +163,18 @@ Result<ImportReport> Importer::Run() {
   report.blobs = blobs->size();
   std::set<std::string> names;
   for (const BlobItem& b : *blobs) names.insert(b.name);
+  // A hard-linked file's blob belongs to its inode record: never a file of its own.
+  std::set<std::string> linked;
+  for (const Entity& e : scan->other) {
+    if (e.partition_key != kInodesPartition) continue;
+    if (const std::string* b = e.GetString("blob")) linked.insert(*b);
+    if (const std::string* b = e.GetString(kMovingProperty)) linked.insert(*b);
+  }
+  if (!linked.empty()) {
+    blobs->erase(std::remove_if(blobs->begin(), blobs->end(),
+                                [&](const BlobItem& b) { return linked.count(b.name) != 0; }),
+                 blobs->end());
+  }
   BlobTree tree = BuildBlobTree(*blobs, &report.problems);
   ImportPlan plan = PlanImport({tree, *scan, names, options_, options_.now_ns()}, &report.problems);
   report.unchanged = plan.unchanged;

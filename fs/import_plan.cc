@@ -10,6 +10,7 @@
 
 #include "fs/attr.h"
 #include "fs/blob_times.h"
+#include "fs/hard_links.h"
 #include "fs/inode_table.h"
 #include "fs/names.h"
 #include "storage/table_keys.h"
@@ -285,6 +286,10 @@ class DirPlanner {
     }
     if (EntryType(*existing) != S_IFREG) {
       return Problem(b.name, "the table holds " + path + " as a directory or symlink");
+    }
+    if (IsLinkName(*existing)) {  // its data is its inode record's (fs/hard_links.h)
+      plan_->unchanged++;
+      return;
     }
     const std::string* betag = existing->GetString("betag");
     if (betag && *betag == b.properties.etag) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "fs/hard_links.h"
 #include "fs/log.h"
 #include "fs/names.h"
 #include "fs/table_scan.h"
@@ -460,6 +461,17 @@ Result<Entity> Namespace::FetchRootDot(bool fresh) {
 }
 
 Result<Entity> Namespace::FetchEntryOf(uint64_t ino, std::string* path, bool fresh) {
+  auto e = FetchNameOf(ino, path, fresh);
+  if (e.ok()) return ResolveLink(*e, fresh);
+  if (e.status().Is(Code::kNotFound) && KnownLinked(ino)) {
+    // The name this mount knew went; another name may keep the file.
+    auto rec = FetchInode(ino, fresh);
+    if (rec.ok() && rec->GetInt64("nlink", 1) > 0) return rec;
+  }
+  return e;
+}
+
+Result<Entity> Namespace::FetchNameOf(uint64_t ino, std::string* path, bool fresh) {
   auto p = PathOf(ino);
   STAMPFS_RETURN_IF_ERROR(p);
   if (path) *path = *p;
@@ -625,7 +637,9 @@ Result<BatchResult> Namespace::CommitInDirectoryLocked(const std::string& dir_pa
 Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
-  auto e = FetchEntry(loc->parent_path, name, false);
+  auto named = FetchEntry(loc->parent_path, name, false);
+  STAMPFS_RETURN_IF_ERROR(named);
+  auto e = ResolveLink(*named, false);
   STAMPFS_RETURN_IF_ERROR(e);
   auto attr = AttrFromEntity(*e);
   STAMPFS_RETURN_IF_ERROR(attr);
@@ -646,7 +660,9 @@ Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
 Result<Attr> Namespace::Peek(uint64_t parent, const std::string& name) {
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
-  auto e = FetchEntry(loc->parent_path, name, false);
+  auto named = FetchEntry(loc->parent_path, name, false);
+  STAMPFS_RETURN_IF_ERROR(named);
+  auto e = ResolveLink(*named, false);
   STAMPFS_RETURN_IF_ERROR(e);
   return AttrFromEntity(*e);
 }
@@ -692,6 +708,8 @@ Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
       continue;
     }
     DirEntry entry{*name, *attr};
+    // A hard link's attributes are in its inode record: left to lookup.
+    if (IsLinkName(e)) entry.attr_complete = false;
     if (attr->IsDir()) {
       // Only what is cached: a subdirectory not known yet is left to lookup.
       auto summary = CachedDirSummary(PartitionKeyForDirectory(JoinPath(*path, *name)));

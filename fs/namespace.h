@@ -28,6 +28,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cache/meta_cache.h"
@@ -113,6 +114,9 @@ struct FileState {
   std::string path;
   uint64_t block_size = 0;  // base block size of the blob's layout ("bsize"; 0 = not recorded)
   std::vector<std::string> moved_from;  // kMovedFromProperty
+  // Unlink of a hard-linked name: the names the inode still has (its blob
+  // is theirs, so `blob` is empty).
+  uint32_t names_left = 0;
 };
 
 // Files after one in its directory's listing (Namespace::FilesAfter).
@@ -209,6 +213,9 @@ class Namespace {
   // Removes a non-directory entry; returns its last state (the caller removes
   // the blob, at once or after the last close).
   Result<FileState> Unlink(uint64_t parent, const std::string& name);
+  // link(2) of a committed regular file (fs/namespace_links.cc): the new
+  // name shares the inode record (created at the first link).
+  Result<Attr> Link(uint64_t ino, uint64_t new_parent, const std::string& new_name);
   enum RenameFlags : unsigned { kNoReplace = 1, kExchange = 2 };
   // Returns the blob names that the caller should delete once no file has
   // them open (a replaced target's blob).
@@ -279,7 +286,26 @@ class Namespace {
   // sees them); false: only what the table holds.
   Result<Entity> FetchEntry(const std::string& dir_path, const std::string& name, bool fresh,
                             bool pending_too = true);
+  // The entity holding the inode's attributes: its name's entry, or its
+  // inode record when the name is a hard link (fs/hard_links.h).
   Result<Entity> FetchEntryOf(uint64_t ino, std::string* path, bool fresh);
+  // The name's entry itself (never the record).
+  Result<Entity> FetchNameOf(uint64_t ino, std::string* path, bool fresh);
+  // Hard links (fs/namespace_links.cc).
+  Result<Entity> FetchInode(uint64_t ino, bool fresh);
+  Result<Entity> ResolveLink(const Entity& entry, bool fresh);
+  Result<Entity> FindLinkName(uint64_t ino, std::string* path);
+  Result<Entity> LiveLinkName(const Entity& record, const std::string& except, std::string* path);
+  Result<Entity> PutInode(const Entity& record, const Condition& cond);
+  Result<Entity> ChangeInode(uint64_t ino, const std::function<Status(Entity*)>& change);
+  Status MoveLinkBlob(Entity* record, const std::string& to_path);
+  Status KeepLinkBlob(Entity* record, const std::string& leaving);
+  Result<FileState> UnlinkLinked(const Located& loc, uint64_t ino);
+  // After a rename of a linked name / over one (the table moved).
+  Status LinkNameMoved(uint64_t ino, const std::string& from, const std::string& to);
+  Status LinkNameReplaced(uint64_t ino, const std::string& path);
+  void NoteLinked(uint64_t ino);
+  bool KnownLinked(uint64_t ino);
   Result<std::vector<Entity>> FetchListing(const std::string& dir_path, size_t max_pages = 0);
   bool ConfirmedBy(const std::string& pk, DirectoryGeneration* gen, const Entity& dot);
   bool ShouldList(const std::string& pk);
@@ -430,6 +456,10 @@ class Namespace {
   std::unordered_map<std::string, DirectoryLookups> lookups_;  // GUARDED_BY(lookups_mu_)
   std::mutex removed_mu_;  // before InodeTable's; nothing else is taken while held
   std::map<uint64_t, Entity> removed_;  // by inode; GUARDED_BY(removed_mu_)
+  std::mutex linked_mu_;
+  // Inodes seen with a linked name: when the name this mount knows is gone,
+  // the record still answers (another name keeps the file).
+  std::unordered_set<uint64_t> linked_inos_;  // GUARDED_BY(linked_mu_)
   std::string mount_id_;  // random, names this instance in the intents it writes
   std::string host_;
   std::function<void(const BlobMove&)> blob_moved_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "fs/dir_marker.h"
+#include "fs/hard_links.h"
 #include "fs/log.h"
 #include "fs/names.h"
 #include "fs/namespace.h"
@@ -250,6 +251,11 @@ Result<FileState> Namespace::Unlink(uint64_t parent, const std::string& name) {
     auto state = FileStateOf(*entry, loc->path);
     STAMPFS_RETURN_IF_ERROR(state);
     if (state->attr.IsDir()) return Status(Code::kIsADirectory, loc->path);
+    if (IsLinkName(*entry)) {
+      auto linked = UnlinkLinked(*loc, state->attr.ino);
+      if (linked.status().Is(Code::kPreconditionFailed)) continue;
+      return linked;
+    }
     BatchError err;
     auto r = CommitInDirectory(loc->parent_path,
                                {TableOperation::Delete(entry->partition_key, entry->row_key,
@@ -307,6 +313,11 @@ Result<Entity> Namespace::MergeEntry(uint64_t ino, const std::function<Status(En
     Entity updated = *e;
     STAMPFS_RETURN_IF_ERROR(change(&updated));
     updated.etag.clear();
+    if (e->partition_key == kInodesPartition) {  // a hard-linked file's record
+      auto r = PutInode(updated, Condition::IfMatch(e->etag));
+      if (r.status().Is(Code::kPreconditionFailed)) continue;
+      return r;
+    }
     if (path == "/") {
       updated.properties.erase(kSubdirsProperty);  // the cache's, not the table's
       table_requests++;

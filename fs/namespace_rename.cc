@@ -22,6 +22,7 @@
 
 #include "fs/dir_marker.h"
 #include "fs/fault_points.h"
+#include "fs/hard_links.h"
 #include "fs/import_plan.h"
 #include "fs/log.h"
 #include "fs/names.h"
@@ -106,9 +107,10 @@ Status MoveFileBlob(BlobStore& blobs, const std::string& container, const Entity
                     const std::string& to_path, Entity* moved, std::string* copied) {
   const std::string& blob = StringOr(row, "blob");
   std::string etag = StringOr(row, "betag");
+  copied->clear();
+  if (IsLinkName(row)) return Status::Ok();  // its blob is its inode record's
   const std::string to_blob = BlobNameFor(to_path);
   moved->properties["blob"] = to_blob;
-  copied->clear();
   if (etag.empty() || blob.empty()) return Status::Ok();
   auto adopt = [&](const BlobProperties& props, const char* what) {
     BlobItem item{to_blob, props};
@@ -207,8 +209,11 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   auto dst = FetchEntry(to->parent_path, new_name, true, false);
   if (!dst.ok() && !dst.status().Is(Code::kNotFound)) return dst.status();
   std::optional<FileState> replaced;
+  bool replaced_linked = false;  // the target is a hard link: its record loses a name
   if (dst.ok()) {
     if (flags & kNoReplace) return Status(Code::kAlreadyExists, to->path);
+    // Two names of one file: nothing to do (POSIX).
+    if (dst->GetInt64("ino") == src->GetInt64("ino")) return std::vector<std::string>{};
     auto dstate = FileStateOf(*dst, to->path);
     STAMPFS_RETURN_IF_ERROR(dstate);
     if (sattr->IsDir() && !dstate->attr.IsDir()) return Status(Code::kNotADirectory, to->path);
@@ -218,6 +223,16 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
       STAMPFS_RETURN_IF_ERROR(empty);
     }
     replaced = *dstate;
+    if (IsLinkName(*dst)) {
+      // Its blob may be named by the target path, which the source's copy
+      // overwrites: it moves to another name of the file first.
+      replaced_linked = true;
+      auto rec = FetchInode(dstate->attr.ino, true);
+      if (!rec.ok() && !rec.status().Is(Code::kNotFound)) return rec.status();
+      if (rec.ok() && rec->GetInt64("nlink", 1) > 1) {
+        STAMPFS_RETURN_IF_ERROR(KeepLinkBlob(&*rec, to->path));
+      }
+    }
   }
 
   std::vector<std::string> orphaned;
@@ -229,7 +244,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
     moved.etag.clear();
     SetEntryName(new_name, &moved);
     moved.properties["ctime"] = NowNs();
-    if (sattr->IsRegular()) moved.properties["blob"] = BlobNameFor(to->path);
+    if (sattr->IsRegular() && !IsLinkName(*src)) moved.properties["blob"] = BlobNameFor(to->path);
     TableOperation put = replaced ? TableOperation::Replace(moved, Condition::IfMatch(dst->etag))
                                   : TableOperation::Insert(moved);
     TableOperation del =
@@ -266,7 +281,16 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
       return s;
     }
   }
-  if (replaced) Removed(replaced->attr.ino, replaced->attr.IsDir() ? nullptr : &*dst);
+  if (replaced_linked) {
+    Status s = LinkNameReplaced(replaced->attr.ino, to->path);
+    if (!s.ok()) LogWarning(to->path + ": replaced, but its link count stays one too high: " + s.ToString());
+  } else if (replaced) {
+    Removed(replaced->attr.ino, replaced->attr.IsDir() ? nullptr : &*dst);
+  }
+  if (IsLinkName(*src)) {
+    Status s = LinkNameMoved(sattr->ino, from->path, to->path);
+    if (!s.ok()) LogWarning(to->path + ": renamed, but its blob or link paths were not updated: " + s.ToString());
+  }
   if (sattr->IsDir() && cache_) {
     cache_->DropPartition(PartitionKeyForDirectory(from->path)).PermitUnchecked();
   }
@@ -290,7 +314,8 @@ Result<std::vector<std::string>> Namespace::Exchange(uint64_t parent, const std:
   auto to = Locate(new_parent, new_name);
   STAMPFS_RETURN_IF_ERROR(to);
   const auto keyed_by_path = [](const Entity& e) {
-    return EntryType(e) == S_IFDIR || (EntryType(e) == S_IFREG && !StringOr(e, "betag").empty());
+    return EntryType(e) == S_IFDIR || IsLinkName(e) ||
+           (EntryType(e) == S_IFREG && !StringOr(e, "betag").empty());
   };
   // `e` under the name `at`, replacing that row If-Match `row_etag`.
   const auto swapped = [&](const Entity& e, const Located& at, const std::string& row_etag) {
@@ -406,7 +431,7 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
     moved.etag.clear();
     SetEntryName(to_name, &moved);
     moved.properties["ctime"] = NowNs();
-    const bool is_file = (EntryType(*src) == S_IFREG);
+    const bool is_file = (EntryType(*src) == S_IFREG) && !IsLinkName(*src);
     if (intent.is_dir) {
       STAMPFS_RETURN_IF_ERROR(MoveChildren(intent.from, intent.to, intent.ino));
       FaultPoint("rename.after_copy");

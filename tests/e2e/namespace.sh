@@ -7,7 +7,7 @@
 # control bytes and 255 bytes (256 fail with ENAMETOOLONG); chmod/chown/
 # touch -d, symlinks and xattrs persisted across a remount with an empty
 # cache; renames (over a file, RENAME_NOREPLACE, mv -T, directories with
-# children); rmdir and hard link refusals; find, du, tar, cp -a, git; a
+# children); rmdir; hard link refusals (directories: EPERM); find, du, tar, cp -a, git; a
 # directory of 5,000 entries.
 source "$(dirname "$0")/lib.bash" "$@"
 
@@ -481,10 +481,12 @@ check "rm, then rmdir of the emptied directories" eval 'rm "$D/full/x" && rmdir 
 check "rm -r of a tree" eval 'cp -a "$E2E_TMP/tree" "$D/t" && rm -r "$D/t" && test ! -e "$D/t" && [[ -z $(ls -A "$D") ]]'
 check "a removed directory's name can be reused as a file" eval 'mkdir "$D/n" && rmdir "$D/n" && echo f >"$D/n" && [[ $(cat "$D/n") == f ]]'
 echo a >"$D/a"
-check_fails "ln (hard link) is refused with EPERM" "Operation not permitted" ln "$D/a" "$D/b"
-check "the refused hard link left nothing behind" eval 'test ! -e "$D/b" && [[ $(cat "$D/a") == a ]]'
-check_eq "link(2) gives EPERM" EPERM py_errno link "$D/a" "$D/b"
 check_eq "files have one link" 1 stat -c %h "$D/a"
+mkdir "$D/dir"
+check_eq "link(2) of a directory gives EPERM" EPERM py_errno link "$D/dir" "$D/dir2"
+check "the refused hard link left nothing behind" eval 'test ! -e "$D/dir2"'
+check "ln of a file (tests/e2e/hard_links.sh has the rest)" eval 'ln "$D/a" "$D/b" && [[ $(stat -c %h "$D/a") == 2 && $(cat "$D/b") == a ]]'
+check_eq "link(2) onto a taken name gives EEXIST" EEXIST py_errno link "$D/a" "$D/b"
 
 # ---------------------------------------------------------------------------
 section "find, du, tar, cp -a"

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# e2e: hard links (docs/design.md "Hard links").
+#
+#   bash tests/e2e/hard_links.sh BUILD_DIR
+#
+# Checks, on a real mount: ln within and across directories (one inode,
+# st_nlink on every name), a write through one name read through another at
+# once and from a second mount after the TTL, unlink of the name the blob is
+# named by (the blob moves to a surviving name), rename over a linked name,
+# cp -al of a tree and rsync -aH in and back out with link counts compared,
+# counts after a cold remount, fsck clean; kill -9 at each link crash point
+# (builds with -DSTAMPFS_FAULT_POINTS=ON) leaves every name readable and fsck
+# --repair a clean table; the same ln in commit=close mode.
+# shellcheck source-path=SCRIPTDIR
+source "$(dirname "$0")/lib.bash" "$@"
+
+M2=$E2E_TMP/mnt2
+blob_names() { "$E2E_INSPECT" blobs "$E2E_CONTAINER" | cut -f1 | sort; }
+# "LINKS PATH" of every file under $1, sorted by path.
+link_counts() { (cd "$1" && find . -type f -printf '%n %p\n' | sort -k2); }
+# The groups of names sharing an inode under $1: one line per inode, names sorted.
+link_groups() {
+  (cd "$1" && find . -type f -printf '%i %p\n' | sort -k2 |
+    awk '{g[$1] = g[$1] " " $2} END {for (i in g) print g[i]}' | sort)
+}
+
+e2e_mount
+
+section "ln within and across directories"
+L=$M/ln
+mkdir -p "$L/a" "$L/b"
+echo "first version" >"$L/a/f"
+run "ln in one directory" ln "$L/a/f" "$L/a/g"
+run "ln across directories" ln "$L/a/f" "$L/b/h"
+check_eq "st_nlink on every name" "3 3 3" eval 'echo $(stat -c %h "$L/a/f" "$L/a/g" "$L/b/h")'
+check_eq "one inode" 1 eval 'stat -c %i "$L/a/f" "$L/a/g" "$L/b/h" | sort -u | wc -l'
+check_eq "ls -l shows the count" 3 eval 'ls -l "$L/b" | awk "/ h\$/ {print \$2}"'
+check_eq "the data through another name" "first version" cat "$L/b/h"
+run "write through one name" eval 'echo "second version" >"$L/b/h"'
+check_eq "read through another name at once" "second version" cat "$L/a/g"
+check_eq "sizes agree" "15 15 15" eval 'echo $(stat -c %s "$L/a/f" "$L/a/g" "$L/b/h")'
+run "chmod through one name" chmod 0600 "$L/a/g"
+check_eq "mode on another name" 600 stat -c %a "$L/b/h"
+e2e_sync
+check_eq "one blob, named by the first name" "ln/a/f" eval 'blob_names | grep "^ln/"'
+
+section "a second mount"
+first_cache=$E2E_CACHE
+e2e_new_cache
+e2e_mount "$M2"
+check_eq "the second mount sees the count" "3 3 3" eval 'echo $(stat -c %h "$M2/ln/a/f" "$M2/ln/a/g" "$M2/ln/b/h")'
+run "write through the second mount" eval 'echo "third version" >"$M2/ln/a/f"'
+e2e_sync "$M2"
+sleep 2  # the first mount's attribute TTL
+check_eq "the first mount reads it through another name after the TTL" "third version" cat "$L/b/h"
+e2e_unmount "$M2"
+E2E_CACHE=$first_cache
+
+section "unlink and rename"
+run "rm of the name the blob is named by" rm "$L/a/f"
+check_eq "the other names keep the data" "third version|third version" eval 'echo "$(cat "$L/a/g")|$(cat "$L/b/h")"'
+check_eq "their count drops" "2 2" eval 'echo $(stat -c %h "$L/a/g" "$L/b/h")'
+check "the blob moved to a surviving name" eval 'b=$(blob_names | grep "^ln/"); [[ $b == ln/a/g || $b == ln/b/h ]]'
+echo "other file" >"$L/other"
+e2e_sync
+run "mv of another file over a linked name" mv "$L/other" "$L/a/g"
+check_eq "the replaced name has the new file" "other file" cat "$L/a/g"
+check_eq "the remaining name keeps its data" "third version" cat "$L/b/h"
+check_eq "its count is 1" 1 stat -c %h "$L/b/h"
+run "mv of a linked name across directories" eval 'ln "$L/b/h" "$L/b/h2" && mv "$L/b/h" "$L/a/moved"'
+check_eq "renamed link: data and count" "third version 2" eval 'echo "$(cat "$L/a/moved") $(stat -c %h "$L/b/h2")"'
+run "rm of the last names" rm "$L/a/moved" "$L/b/h2"
+e2e_sync
+check_eq "no blob is left" "ln/a/g" eval 'blob_names | grep "^ln/"'
+
+section "cp -al of a tree"
+SRC=$M/src
+mkdir -p "$SRC/d1/d2" "$SRC/e"
+for i in 1 2 3; do echo "file $i" >"$SRC/d1/f$i"; done
+echo deep >"$SRC/d1/d2/deep"
+echo top >"$SRC/top"
+e2e_sync
+run "cp -al" cp -al "$SRC" "$M/snap"
+check_eq "every file has two names" "2" eval 'find "$M/snap" -type f -printf "%n\n" | sort -u'
+check_eq "the snapshot's names share the source's inodes" "$(cd "$SRC" && find . -type f -printf '%i %p\n' | sort -k2)" \
+  eval 'cd "$M/snap" && find . -type f -printf "%i %p\n" | sort -k2'
+run "rm -r of the source" rm -r "$SRC"
+check_eq "the snapshot keeps every file" "file 1 file 2 file 3 deep top" \
+  eval 'echo $(cat "$M/snap/d1/f1" "$M/snap/d1/f2" "$M/snap/d1/f3" "$M/snap/d1/d2/deep" "$M/snap/top")'
+check_eq "with one link each" "1" eval 'find "$M/snap" -type f -printf "%n\n" | sort -u'
+
+section "rsync -aH in and back out"
+LOC=$E2E_TMP/local
+mkdir -p "$LOC/x/y" "$LOC/z"
+echo one >"$LOC/x/one"
+ln "$LOC/x/one" "$LOC/x/y/one-again"
+ln "$LOC/x/one" "$LOC/z/one-thrice"
+echo two >"$LOC/z/two"
+ln "$LOC/z/two" "$LOC/two-top"
+echo single >"$LOC/single"
+run "rsync -aH into the mount" rsync -aH "$LOC/" "$M/rs/"
+check_eq "link counts on the mount" "$(link_counts "$LOC")" link_counts "$M/rs"
+check_eq "the same names share inodes" "$(link_groups "$LOC")" link_groups "$M/rs"
+run "rsync -aH back out" rsync -aH "$M/rs/" "$E2E_TMP/back/"
+check_eq "link counts back out" "$(link_counts "$LOC")" link_counts "$E2E_TMP/back"
+check_eq "groups back out" "$(link_groups "$LOC")" link_groups "$E2E_TMP/back"
+check "the data back out" diff -r "$LOC" "$E2E_TMP/back"
+
+section "cold remount and fsck"
+before=$(link_counts "$M")
+e2e_remount fresh
+check_eq "link counts after a cold remount" "$before" link_counts "$M"
+check_eq "data after a cold remount" "one" cat "$M/rs/z/one-thrice"
+e2e_unmount
+check "fsck is clean" "$E2E_STAMPFS" fsck "$E2E_CONTAINER"
+
+section "kill -9 at the link crash points, then remount and fsck --repair"
+# crash_at POINT OP: runs OP (shell code) with the daemon armed to die at
+# POINT, then remounts; "killed", "skipped" or what went wrong goes to
+# $E2E_TMP/crash.out (it changes the mount table: not run inside check).
+crash_at() {
+  local point=$1 op=$2 log
+  e2e_sync
+  e2e_unmount
+  STAMPFS_FAULT="$point:kill" e2e_mount
+  log=${E2E_LOG[$M]}
+  timeout 60 bash -c "$op" >/dev/null 2>&1
+  if grep -q "STAMPFS_FAULT is ignored" "$log"; then
+    echo skipped >"$E2E_TMP/crash.out"
+    e2e_unmount
+  elif grep -q "fault point $point: killing" "$log"; then
+    echo killed >"$E2E_TMP/crash.out"
+    e2e_kill9 2>/dev/null
+  else
+    echo "the daemon did not stop at $point" >"$E2E_TMP/crash.out"
+    e2e_unmount
+  fi
+  e2e_mount
+}
+# names_readable COUNTS DATA PATH...: every name of the file that is left
+# reads DATA; with COUNTS=counts, st_nlink on each is the number of names
+# (before fsck --repair a crash may leave it one too high: docs/semantics.md).
+names_readable() {
+  local counts=$1 want=$2 n=0 p
+  shift 2
+  for p in "$@"; do
+    [[ -e $p ]] || continue
+    n=$((n + 1))
+    [[ $(cat "$p") == "$want" ]] || { echo "$p: $(cat "$p")"; return 1; }
+  done
+  ((n > 0)) || { echo "no name left"; return 1; }
+  [[ $counts == counts ]] || return 0
+  for p in "$@"; do
+    [[ ! -e $p || $(stat -c %h "$p") == "$n" ]] || { echo "$p: nlink $(stat -c %h "$p"), names $n"; return 1; }
+  done
+}
+e2e_mount
+mkdir -p "$M/k/a" "$M/k/b"
+for point in link.after_record link.after_mark link.after_blob_copy link.after_blob_record link.after_unlink_name; do
+  echo "data at $point" >"$M/k/a/$point"
+  case $point in
+    link.after_record | link.after_mark) op="ln '$M/k/a/$point' '$M/k/b/$point'" ;;
+    *) ln "$M/k/a/$point" "$M/k/b/$point"; op="rm '$M/k/a/$point'" ;;
+  esac
+  crash_at "$point" "$op"
+  [[ $(cat "$E2E_TMP/crash.out") == skipped ]] && { echo "  (crash points skipped: no -DSTAMPFS_FAULT_POINTS=ON)"; break; }
+  check_eq "$point: the daemon died there" killed cat "$E2E_TMP/crash.out"
+  check "$point: every name left reads the data" names_readable data-only "data at $point" "$M/k/a/$point" "$M/k/b/$point"
+done
+e2e_unmount
+check "fsck --repair" "$E2E_STAMPFS" fsck --repair "$E2E_CONTAINER"
+check "fsck is clean after the repair" "$E2E_STAMPFS" fsck "$E2E_CONTAINER"
+e2e_mount
+for point in link.after_record link.after_mark link.after_blob_copy link.after_blob_record link.after_unlink_name; do
+  check "$point: after the repair every name reads the data with the right count" \
+    names_readable counts "data at $point" "$M/k/a/$point" "$M/k/b/$point"
+done
+e2e_unmount
+
+section "commit=close"
+E2E_MOUNT_OPTS="commit=close" e2e_mount
+run "write, ln, write through the new name" eval 'echo a >"$M/cc" && ln "$M/cc" "$M/cc2" && echo b >>"$M/cc2"'
+check_eq "both names" "a b|a b|2" eval 'echo "$(echo $(cat "$M/cc"))|$(echo $(cat "$M/cc2"))|$(stat -c %h "$M/cc")"'
+e2e_unmount
+check "fsck is clean" "$E2E_STAMPFS" fsck "$E2E_CONTAINER"
+
+e2e_finish
