@@ -137,6 +137,13 @@ void Ledger::Conflicted(View& v, const Snapshot& now) {
   v.conflicted = true;
 }
 
+bool Ledger::HeldByAnyView(uint64_t ino, const std::string& content) const {
+  for (const auto& [key, view] : views_) {
+    if (key.second == ino && (view.data == content || view.own.count(content) > 0)) return true;
+  }
+  return false;
+}
+
 bool Ledger::Explained(int actor, uint64_t ino, const std::string& prev, const std::string& now,
                        bool new_entry) {
   View* v = actor < 0 ? nullptr : Find(actor, ino);
@@ -170,6 +177,12 @@ void Ledger::CheckLandings(const Snapshot& before, const Snapshot& after, int ac
     if (e.blob_missing && after.intents > 0) continue;
     const ObservedEntry* old = before.Ino(ino);
     auto last = known_.find(ino);
+    if (last == known_.end() && old != nullptr && old->blob_missing && before.intents > 0) {
+      // First seen mid-rename (skipped above): the roll-forward shows the
+      // content its writer had, whichever mount finishes it.
+      known_[ino] = now;
+      if (now.empty() || HeldByAnyView(ino, now)) continue;
+    }
     const bool seen = last != known_.end() || old != nullptr;
     const std::string prev = last != known_.end() ? last->second : old ? ContentOf(*old) : "";
     known_[ino] = now;

@@ -86,6 +86,8 @@ class Ledger {
   static bool Holds(const std::string& content, const std::map<uint64_t, char>& overlay);
   bool Explained(int actor, uint64_t ino, const std::string& prev, const std::string& now,
                  bool new_entry);
+  // Some mount's view of `ino` holds `content` (its data or a version it wrote).
+  bool HeldByAnyView(uint64_t ino, const std::string& content) const;
 
   std::map<std::pair<int, uint64_t>, View> views_;
   std::vector<Ack> acks_;
