@@ -172,8 +172,10 @@ Status FileData::Landed(const FilePtr& fp, Lock& lock, const std::string& etag) 
   } else {
     kept = OnConflict(fp, lock, s);
   }
-  blob_requests_++;
-  blobs_.Delete(options_.container, f.blob, Condition::IfMatch(etag)).PermitUnchecked();
+  if (!f.dirty) {  // saved as a copy (or dropped): the blob is no file's
+    blob_requests_++;
+    blobs_.Delete(options_.container, f.blob, Condition::IfMatch(etag)).PermitUnchecked();
+  }  // else no copy was saved: the journal still reads what is not local from it
   return kept;
 }
 
