@@ -7,8 +7,9 @@
 // commit costs nothing for the states in between). commit_threads pipeline
 // threads take due files and run the same commit as a close in
 // commit=close mode (CommitLocked: every precondition, ambiguous outcomes,
-// conflicts); the entry changes of commits running at once in one directory
-// share entity group transactions (Namespace::CommitGrouped). A commit that
+// conflicts). Files due within half a delay of a due one start with it, and
+// the entry changes of commits running at once in one directory share
+// entity group transactions (Namespace::CommitGrouped, GroupTicket). A commit that
 // fails for a reason that may pass is retried with backoff; the changes stay
 // journaled meanwhile, so a crash at any point leaves them to the next
 // mount's replay. A file committed and not open is unloaded.
@@ -65,9 +66,16 @@ void FileData::RunScheduler() {
   while (!stopping_) {
     const int64_t now = NowMs();
     int64_t next = now + 1000;
+    // Files due within half a delay of one that is due go with it, so that
+    // files closed close together are committed together (their entries
+    // share transactions); a file in backoff waits its whole time.
+    const bool any_due = std::any_of(queued_.begin(), queued_.end(), [&](const auto& kv) {
+      return !kv.second.running && kv.second.due_ms <= now;
+    });
+    const int64_t window = any_due ? options_.commit_delay_ms / 2 : 0;
     for (auto& [ino, q] : queued_) {
       if (q.running) continue;
-      if (q.due_ms > now) {
+      if (q.due_ms > now + (q.failures == 0 ? window : 0)) {
         next = std::min(next, q.due_ms);
         continue;
       }
@@ -114,7 +122,11 @@ void FileData::CommitQueued(uint64_t ino) {
   // meanwhile defers its cleanup to the end (DeleteBlobWhenUnused), instead
   // of unloading the file under the commit.
   fp->refs++;
-  Status s = CommitLocked(fp, lock);
+  Status s;
+  {
+    Namespace::GroupTicket ticket(ns_, ParentPath(fp->path));
+    s = CommitLocked(fp, lock);
+  }
   fp->refs--;
   if (s.ok() && fp->loaded && fp->dirty) {
     // Written again and closed while the commit ran: queued again already.

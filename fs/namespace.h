@@ -270,6 +270,27 @@ class Namespace {
   std::optional<std::string> KnownPath(uint64_t ino) const { return inodes_.PathOf(ino); }
   std::atomic<uint64_t> table_requests{0};
 
+  // Held by a pipeline commit (commit=async) of a file in `dir_path` while
+  // it runs on this thread: its entry change is on its way to CommitGrouped.
+  // A ticket holder that arrives there waits for the directory's other
+  // tickets still uploading (at most kGroupLingerMs) so they share one
+  // transaction. Callers without a ticket (close, fsync) never wait.
+  class GroupTicket {
+   public:
+    GroupTicket(Namespace& ns, std::string dir_path);
+    ~GroupTicket();
+    GroupTicket(const GroupTicket&) = delete;
+    GroupTicket& operator=(const GroupTicket&) = delete;
+
+   private:
+    friend class Namespace;
+    void ArriveLocked();  // once: this commit reached CommitGrouped, or ended
+    Namespace& ns_;
+    std::string dir_path_;
+    bool arrived_ = false;
+  };
+  static constexpr int64_t kGroupLingerMs = 100;
+
  private:
   struct Located {
     std::string parent_path;
@@ -452,6 +473,8 @@ class Namespace {
   struct GroupSlot;
   std::mutex groups_mu_;  // after a stripe
   std::map<std::string, std::deque<std::shared_ptr<GroupSlot>>> groups_;  // GUARDED_BY(groups_mu_)
+  std::condition_variable groups_cv_;  // a ticket arrived
+  std::map<std::string, int> uploading_;  // tickets not arrived, by directory  GUARDED_BY(groups_mu_)
   std::mutex lookups_mu_;
   std::unordered_map<std::string, DirectoryLookups> lookups_;  // GUARDED_BY(lookups_mu_)
   std::mutex removed_mu_;  // before InodeTable's; nothing else is taken while held

@@ -10,6 +10,13 @@
 // to one operation (the directory removed, a timeout) answers every caller
 // in the transaction. Each result is exactly what CommitInDirectory would
 // have returned for the operation alone.
+//
+// Pipeline commits (GroupTicket) do wait for company they know is coming:
+// a ticket holder arriving while other tickets of its directory are still
+// uploading their blobs waits for them (at most kGroupLingerMs, or until
+// the transaction is full), so files committed together share one
+// transaction instead of one each.
+#include <chrono>
 #include <set>
 
 #include "fs/namespace.h"
@@ -23,7 +30,31 @@ namespace {
 Counter g_grouped_ops{"table_grouped_operations"};
 Counter g_group_batches{"table_grouped_batches"};
 
+thread_local Namespace::GroupTicket* t_ticket = nullptr;
+
 }  // namespace
+
+Namespace::GroupTicket::GroupTicket(Namespace& ns, std::string dir_path)
+    : ns_(ns), dir_path_(std::move(dir_path)) {
+  std::lock_guard<std::mutex> lock(ns_.groups_mu_);
+  ns_.uploading_[dir_path_]++;
+  if (!t_ticket) t_ticket = this;
+}
+
+Namespace::GroupTicket::~GroupTicket() {
+  if (t_ticket == this) t_ticket = nullptr;
+  std::lock_guard<std::mutex> lock(ns_.groups_mu_);
+  ArriveLocked();
+}
+
+// REQUIRES: ns_.groups_mu_
+void Namespace::GroupTicket::ArriveLocked() {
+  if (arrived_) return;
+  arrived_ = true;
+  auto it = ns_.uploading_.find(dir_path_);
+  if (it != ns_.uploading_.end() && --it->second <= 0) ns_.uploading_.erase(it);
+  ns_.groups_cv_.notify_all();
+}
 
 struct Namespace::GroupSlot {
   TableOperation op;
@@ -37,8 +68,16 @@ Result<BatchResult> Namespace::CommitGrouped(const std::string& dir_path, const 
   auto mine = std::make_shared<GroupSlot>();
   mine->op = op;
   {
-    std::lock_guard<std::mutex> lock(groups_mu_);
+    std::unique_lock<std::mutex> lock(groups_mu_);
     groups_[dir_path].push_back(mine);
+    if (t_ticket && !t_ticket->arrived_ && t_ticket->dir_path_ == dir_path) {
+      t_ticket->ArriveLocked();
+      groups_cv_.wait_for(lock, std::chrono::milliseconds(kGroupLingerMs), [&] {
+        if (mine->done || !uploading_.count(dir_path)) return true;
+        auto q = groups_.find(dir_path);
+        return q != groups_.end() && q->second.size() + 1 >= kMaxBatchOperations;
+      });
+    }
   }
   std::lock_guard<std::mutex> stripe(StripeFor(dir_path));
   for (;;) {
@@ -70,6 +109,7 @@ Result<BatchResult> Namespace::CommitGrouped(const std::string& dir_path, const 
     BatchError err;
     auto r = CommitInDirectoryLocked(dir_path, ops, &err);
     std::lock_guard<std::mutex> lock(groups_mu_);
+    groups_cv_.notify_all();  // lingering callers answered below
     const bool one_failed =
         !r.ok() && err.failed_index >= 0 && static_cast<size_t>(err.failed_index) < batch.size();
     if (one_failed && batch.size() > 1) {

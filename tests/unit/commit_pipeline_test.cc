@@ -224,6 +224,34 @@ TEST_F(CommitPipelineTest, PipelineThreadsCommitWithinTheDelayAndShareTransactio
   EXPECT_EQ(listed->size(), static_cast<size_t>(kFiles));
 }
 
+// A writer closing files one by one, as a shell loop or rsync does, and a
+// round trip per upload: files closed within half a delay of each other are
+// committed together, and their entries wait for each other's uploads to
+// share transactions, instead of one transaction per file or two.
+TEST_F(CommitPipelineTest, FilesClosedOneByOneShareTransactions) {
+  async_threads_ = 16;
+  commit_delay_ms_ = 200;
+  now_ = nullptr;  // the system clock
+  Mount m = NewMount("a");
+  auto dir = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(dir.ok());
+  plan_->SetInjector([](const std::string& op, int) {
+    if (op == "Put") std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return Status::Ok();
+  });
+  const int batches_before = plan_->calls("ExecuteBatch");
+  constexpr int kFiles = 48;
+  for (int i = 0; i < kFiles; ++i) {
+    Redirect(m, dir->ino, "f" + std::to_string(i), Pattern(64, i));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(Eventually([&] { return m.data->Pipeline().queued == 0; }));
+  plan_->SetInjector(nullptr);
+  for (int i = 0; i < kFiles; ++i) EXPECT_EQ(Blob("d/f" + std::to_string(i)), Pattern(64, i));
+  const int batches = plan_->calls("ExecuteBatch") - batches_before;
+  EXPECT_LE(batches, kFiles / 6) << "about one transaction per 16 files";
+}
+
 // rsync's pattern: a temporary file written, closed, renamed into place
 // before its commit: no request until the commit, which uploads it once
 // under its final name; a crash before the commit replays it there.
