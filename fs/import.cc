@@ -171,16 +171,18 @@ Result<ImportReport> Importer::Run() {
     if (const std::string* b = e.GetString("blob")) linked.insert(*b);
     if (const std::string* b = e.GetString(kMovingProperty)) linked.insert(*b);
   }
-  // An exchange's blobs (fs/namespace_exchange.cc): a file entry naming a
-  // blob other than its path's, until the roll-forward puts it back, and the
-  // exchange's temporary blobs.
+  // An exchange's blobs (fs/namespace_exchange.cc): while a file entry
+  // names a blob other than its path's (until the roll-forward puts it
+  // back), neither that blob nor the one at its path is its data to adopt;
+  // nor are the exchange's temporary blobs.
   for (const auto& [pk, part] : scan->partitions) {
     if (part.path.empty()) continue;
     for (const auto& [rk, e] : part.entries) {
       const std::string* b = e.GetString("blob");
       auto name = NameOfEntry(e);
       if (EntryType(e) != S_IFREG || IsLinkName(e) || !b || !name.ok()) continue;
-      if (*b != BlobNameFor(JoinPath(part.path, *name))) linked.insert(*b);
+      const std::string own = BlobNameFor(JoinPath(part.path, *name));
+      if (*b != own) linked.insert({*b, own});
     }
   }
   for (const BlobItem& b : *blobs) {

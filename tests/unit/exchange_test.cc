@@ -7,6 +7,8 @@
 
 #include "fs/errno_map.h"
 #include "fs/hard_links.h"
+#include "fs/import.h"
+#include "fs/rename_view.h"
 #include "tests/unit/rename_fixture.h"
 
 namespace stampfs {
@@ -157,6 +159,65 @@ TEST_F(ExchangeTest, AnEntryAnotherMountIsRenamingIsNotExchanged) {
   ASSERT_TRUE(table_->Update(kTable, *e, UpdateMode::kReplace, Condition::None()).ok());
   EXPECT_EQ(ErrnoFor(Exchange(*m.ns, "/d/a", "/d/b").status()), ENOENT);
   EXPECT_EQ(Raw("/d/a"), "f data of a");
+}
+
+// Stopped between the swap and the end of the roll-forward: a read-only
+// mount (through its roll-forward view) and an import with refresh (while
+// the exchanging mount may still be at it) take the stored state as it is:
+// every entry names the blob holding its data. fsck --repair finishes it.
+TEST_F(ExchangeTest, HalfwayItIsReadRightByReadOnlyMountsAndLeftAloneByImport) {
+  int halfway = 0;
+  for (int k = 5; k < 24; ++k) {
+    SCOPED_TRACE("stopped at call " + std::to_string(k));
+    Reset();
+    Mount m = NewMount();
+    MakeDir(*m.ns);
+    CrashAt(k, true);
+    auto r = Exchange(*m.ns, "/d/a", "/d/b");
+    plan_->Clear();
+    plan_->SetInjector(nullptr);
+    if (Intents() == 0) continue;
+    if (Raw("/d/a") != "f bee") continue;  // not swapped yet
+    halfway++;
+    // As if a live mount on another host were still at it: an import (whose
+    // start rolls forward what no live mount may be running) leaves it.
+    auto rows = table_->QueryPartition(kTable, kIntentsPartition);
+    ASSERT_TRUE(rows.ok() && rows->size() == 1);
+    Entity row = rows->front();
+    row.properties["host"] = std::string("another-host");
+    row.properties["mount"] = std::string("elsewhere");
+    row.properties["created"] = NowNs();
+    ASSERT_TRUE(table_->Update(kTable, row, UpdateMode::kReplace, Condition::None()).ok());
+    RollForwardViewOptions vo;
+    vo.table = kTable;
+    vo.refresh_ms = 0;
+    auto view = MakeRollForwardView(*faulty_table_, vo);
+    Mount ro = NewMount(true, view.get());
+    Tree t = Snapshot(ro.ns.get());
+    EXPECT_EQ(t["/d/a"], "f bee");
+    EXPECT_EQ(t["/d/b"], "f data of a");
+    ImportOptions io;
+    io.container = kContainer;
+    io.table = kTable;
+    io.refresh = true;
+    auto imported = Importer(*table_, *blobs_, io).Run();
+    ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+    EXPECT_EQ(imported->updated, 0u);
+    EXPECT_EQ(imported->files_created, 0u) << "the temporary blob is no file";
+    EXPECT_EQ(imported->dirs_created, 0u);
+    EXPECT_EQ(Raw("/d/a"), "f bee");
+    EXPECT_EQ(Raw("/d/b"), "f data of a");
+    EXPECT_EQ(Intents(), 1u);
+    FsckReport repaired = Fsck(true);  // finishes it
+    EXPECT_TRUE(repaired.clean()) << Findings(repaired);
+    Tree after = View();
+    EXPECT_EQ(after["/d/a"], "f bee");
+    EXPECT_EQ(after["/d/b"], "f data of a");
+    EXPECT_EQ(Intents(), 0u);
+    EXPECT_EQ(BlobData("/d/a"), "bee");
+    EXPECT_EQ(BlobNames(), (std::set<std::string>{"d/a", "d/b"}));
+  }
+  EXPECT_GE(halfway, 5);
 }
 
 // A crash at every storage call of the exchange, the call applied or not:
