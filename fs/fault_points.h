@@ -11,7 +11,9 @@
 // deleted), rename.after_copy, rename.after_partition, rename.after_insert,
 // rename.after_table (fs/namespace_rename.cc); link.after_record,
 // link.after_mark, link.after_blob_copy, link.after_blob_record,
-// link.after_unlink_name (fs/namespace_links.cc).
+// link.after_unlink_name (fs/namespace_links.cc); exchange.after_intent,
+// exchange.after_swap, exchange.after_copy, exchange.after_repoint
+// (fs/namespace_exchange.cc).
 #pragma once
 
 namespace stampfs {

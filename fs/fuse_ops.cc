@@ -235,9 +235,10 @@ void OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
 // file the rename would replace: its queued changes are committed too (the
 // rename decides whether they are replaced), and while it is open its data
 // is made local before the copy overwrites its blob. Returns the inode the
-// target names (0: none, or not a regular file).
+// target names (0: none, or not a regular file). An exchange removes
+// nothing: the target's queued changes are committed, and that is all.
 uint64_t BeforeRename(FsContext& c, uint64_t parent, const char* name, uint64_t newparent,
-                      const char* newname) {
+                      const char* newname, bool exchange) {
   auto src = c.ns->Peek(parent, name);
   if (!src.ok()) return 0;  // the rename reports it
   if (c.data->async() && src->IsDir()) {
@@ -251,6 +252,7 @@ uint64_t BeforeRename(FsContext& c, uint64_t parent, const char* name, uint64_t 
   if (c.data->async() && !c.ns->IsPending(dst->ino) && c.data->Pending(dst->ino)) {
     c.data->Sync(dst->ino).PermitUnchecked();
   }
+  if (exchange) return 0;
   c.data->BeforeRemoval(dst->ino);
   return dst->ino;
 }
@@ -264,7 +266,8 @@ void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
   unsigned f = 0;
   if (flags & RENAME_NOREPLACE) f |= Namespace::kNoReplace;
   if (flags & RENAME_EXCHANGE) f |= Namespace::kExchange;
-  const uint64_t target = BeforeRename(c, parent, name, newparent, newname);
+  const bool exchange = (flags & RENAME_EXCHANGE) != 0;
+  const uint64_t target = BeforeRename(c, parent, name, newparent, newname, exchange);
   uint64_t moved = 0;
   auto orphans = c.ns->Rename(parent, name, newparent, newname, f, &moved);
   if (!orphans.ok()) return ReplyError(req, orphans.status(), "rename");
@@ -272,6 +275,11 @@ void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
   if (target != 0 && c.ns->RemovedHere(target)) c.data->Unlinked(target, "", "");
   for (const std::string& blob : *orphans) c.data->DeleteBlobWhenUnused(0, blob);
   if (moved != 0) c.data->Renamed(moved);
+  if (exchange) {  // both were renamed
+    for (auto at : {std::pair<uint64_t, const char*>{parent, name}, {newparent, newname}}) {
+      if (auto e = c.ns->Peek(at.first, at.second); e.ok()) c.data->Renamed(e->ino);
+    }
+  }
   fuse_reply_err(req, 0);
 }
 

@@ -7,6 +7,7 @@
 #include "fs/attr.h"
 #include "fs/hard_links.h"
 #include "fs/import_plan.h"
+#include "fs/names.h"
 #include "fs/namespace.h"
 #include "fs/table_scan.h"
 #include "storage/table_keys.h"
@@ -169,6 +170,23 @@ Result<ImportReport> Importer::Run() {
     if (e.partition_key != kInodesPartition) continue;
     if (const std::string* b = e.GetString("blob")) linked.insert(*b);
     if (const std::string* b = e.GetString(kMovingProperty)) linked.insert(*b);
+  }
+  // An exchange's blobs (fs/namespace_exchange.cc): while a file entry
+  // names a blob other than its path's (until the roll-forward puts it
+  // back), neither that blob nor the one at its path is its data to adopt;
+  // nor are the exchange's temporary blobs.
+  for (const auto& [pk, part] : scan->partitions) {
+    if (part.path.empty()) continue;
+    for (const auto& [rk, e] : part.entries) {
+      const std::string* b = e.GetString("blob");
+      auto name = NameOfEntry(e);
+      if (EntryType(e) != S_IFREG || IsLinkName(e) || !b || !name.ok()) continue;
+      const std::string own = BlobNameFor(JoinPath(part.path, *name));
+      if (*b != own) linked.insert({*b, own});
+    }
+  }
+  for (const BlobItem& b : *blobs) {
+    if (IsExchangeTempBlob(b.name)) linked.insert(b.name);
   }
   if (!linked.empty()) {
     blobs->erase(std::remove_if(blobs->begin(), blobs->end(),

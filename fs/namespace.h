@@ -419,6 +419,10 @@ class Namespace {
   Status FinishRename(const RenameIntent& intent, std::vector<std::string>* orphaned,
                       bool* settled);
   Status ClaimForRename(const RenameIntent& intent, Entity* src);
+  Result<bool> ClaimedByLiveIntent(const Entity& e);
+  Status WriteIntent(RenameIntent* intent);
+  // The roll-forward of an exchange (fs/namespace_exchange.cc).
+  Status FinishExchange(const RenameIntent& intent, bool* settled);
   Status FinishPendingRenames();  // REQUIRES: rename_mu_
   bool MayTakeOver(const RenameIntent& intent) const;
   Status MoveChildren(const std::string& from, const std::string& to, uint64_t dir_ino);

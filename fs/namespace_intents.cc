@@ -75,6 +75,17 @@ void Namespace::StartDiscovery(double interval_s) {
                                            interval_s);
 }
 
+// Stamps `intent` (id, time, who) and inserts its row.
+Status Namespace::WriteIntent(RenameIntent* intent) {
+  intent->created_ns = NowNs();
+  intent->id = NewIntentId(intent->created_ns);
+  intent->host = host_;
+  intent->pid = getpid();
+  intent->mount = mount_id_;
+  table_requests++;
+  return StatusOf(table_.Insert(options_.table, IntentToEntity(*intent)));
+}
+
 Status Namespace::FinishPendingRenames() {
   while (!pending_renames_.empty()) {
     std::vector<std::string> orphaned;

@@ -256,8 +256,6 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   } else {
     STAMPFS_RETURN_IF_ERROR(FinishPendingRenames());
     RenameIntent intent;
-    intent.created_ns = NowNs();
-    intent.id = NewIntentId(intent.created_ns);
     intent.from = from->path;
     intent.to = to->path;
     intent.ino = sattr->ino;
@@ -266,12 +264,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
     intent.replaced_ino = replaced ? replaced->attr.ino : 0;
     intent.blob = StringOr(*src, "blob");
     intent.betag = StringOr(*src, "betag");
-    intent.host = host_;
-    intent.pid = getpid();
-    intent.mount = mount_id_;
-    table_requests++;
-    auto written = table_.Insert(options_.table, IntentToEntity(intent));
-    STAMPFS_RETURN_IF_ERROR(written);
+    STAMPFS_RETURN_IF_ERROR(WriteIntent(&intent));
     FaultPoint("rename.after_intent");
     bool settled = false;
     Status s = FinishRename(intent, &orphaned, &settled);
@@ -299,61 +292,9 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   return orphaned;
 }
 
-// RENAME_EXCHANGE: the two entries swap names in one transaction of their
-// directory (each Replace If-Match the ETag read), so it is atomic. Only
-// entries whose names key nothing else can swap so: a file's data is the blob
-// named by its path and a directory's entries are keyed by its path, so a
-// file with a committed blob, a directory, or two directories' entries
-// (two partitions, no transaction spans them) are refused with EINVAL.
-// REQUIRES: rename_mu_
-Result<std::vector<std::string>> Namespace::Exchange(uint64_t parent, const std::string& name,
-                                                     uint64_t new_parent,
-                                                     const std::string& new_name) {
-  auto from = Locate(parent, name);
-  STAMPFS_RETURN_IF_ERROR(from);
-  auto to = Locate(new_parent, new_name);
-  STAMPFS_RETURN_IF_ERROR(to);
-  const auto keyed_by_path = [](const Entity& e) {
-    return EntryType(e) == S_IFDIR || IsLinkName(e) ||
-           (EntryType(e) == S_IFREG && !StringOr(e, "betag").empty());
-  };
-  // `e` under the name `at`, replacing that row If-Match `row_etag`.
-  const auto swapped = [&](const Entity& e, const Located& at, const std::string& row_etag) {
-    Entity moved = e;
-    moved.row_key = RowKeyForName(at.name);
-    moved.etag.clear();
-    SetEntryName(at.name, &moved);
-    moved.properties["ctime"] = NowNs();
-    if (EntryType(e) == S_IFREG) moved.properties["blob"] = BlobNameFor(at.path);
-    return TableOperation::Replace(moved, Condition::IfMatch(row_etag));
-  };
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    auto a = FetchEntry(from->parent_path, name, true);
-    STAMPFS_RETURN_IF_ERROR(a);
-    auto b = FetchEntry(to->parent_path, new_name, true);
-    STAMPFS_RETURN_IF_ERROR(b);
-    if (from->path == to->path) return std::vector<std::string>{};
-    if (from->parent_path != to->parent_path) {
-      return Status(Code::kInvalidArgument, "RENAME_EXCHANGE across directories is not supported");
-    }
-    if (keyed_by_path(*a) || keyed_by_path(*b)) {
-      return Status(Code::kInvalidArgument,
-                    "RENAME_EXCHANGE of a directory or a file with data is not supported");
-    }
-    BatchError err;
-    auto r = CommitInDirectory(from->parent_path, {swapped(*a, *to, b->etag), swapped(*b, *from, a->etag)}, &err,
-                               true);
-    if (!r.ok() && r.status().Is(Code::kPreconditionFailed) && err.failed_index < 2) continue;
-    STAMPFS_RETURN_IF_ERROR(r);
-    inodes_.Move(static_cast<uint64_t>(a->GetInt64("ino")), new_parent, new_name);
-    inodes_.Move(static_cast<uint64_t>(b->GetInt64("ino")), parent, name);
-    return std::vector<std::string>{};
-  }
-  return Status(Code::kPreconditionFailed, from->path + " kept changing under concurrent updates");
-}
-
 Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::string>* orphaned,
                                bool* settled) {
+  if (intent.exchange) return FinishExchange(intent, settled);
   *settled = false;
   const std::string from_parent = ParentPath(intent.from);
   const std::string to_parent = ParentPath(intent.to);

@@ -9,6 +9,8 @@ namespace stampfs {
 
 namespace {
 
+constexpr char kExchangeTempPrefix[] = ".stampfs-exchange/";
+
 std::string BinaryOr(const Entity& e, const char* name) {
   const Binary* b = e.GetBinary(name);
   return b ? b->bytes : std::string();
@@ -24,8 +26,20 @@ bool BoolOf(const Entity& e, const char* name) {
 }  // namespace
 
 std::string RenameIntent::Describe() const {
+  if (exchange) {
+    return "exchange " + from + " <-> " + to + " (inos " + std::to_string(ino) + ", " +
+           std::to_string(ino2) + ")";
+  }
   return "rename " + from + " -> " + to + " (" + (is_dir ? "directory" : "file") + ", ino " +
          std::to_string(ino) + ")";
+}
+
+std::string ExchangeTempBlob(const std::string& intent_id) {
+  return kExchangeTempPrefix + intent_id;
+}
+
+bool IsExchangeTempBlob(const std::string& blob) {
+  return blob.compare(0, sizeof kExchangeTempPrefix - 1, kExchangeTempPrefix) == 0;
 }
 
 std::string NewIntentId(int64_t now_ns) {
@@ -38,7 +52,12 @@ std::string NewIntentId(int64_t now_ns) {
 
 Entity IntentToEntity(const RenameIntent& i) {
   Entity e{kIntentsPartition, i.id, {}, {}};
-  e.properties["op"] = std::string("rename");
+  e.properties["op"] = std::string(i.exchange ? "exchange" : "rename");
+  if (i.exchange) {
+    e.properties["ino2"] = static_cast<int64_t>(i.ino2);
+    e.properties["blob2"] = i.blob2;
+    e.properties["betag2"] = i.betag2;
+  }
   e.properties["from"] = Binary{i.from};
   e.properties["to"] = Binary{i.to};
   e.properties["ino"] = static_cast<int64_t>(i.ino);
@@ -56,11 +75,12 @@ Entity IntentToEntity(const RenameIntent& i) {
 
 Result<RenameIntent> IntentFromEntity(const Entity& row) {
   const std::string* op = row.GetString("op");
-  if (!op || *op != "rename") {
+  if (!op || (*op != "rename" && *op != "exchange")) {
     return Status(Code::kInvalidArgument, "intent " + row.row_key + ": unknown operation");
   }
   RenameIntent i;
   i.id = row.row_key;
+  i.exchange = *op == "exchange";
   i.from = BinaryOr(row, "from");
   i.to = BinaryOr(row, "to");
   i.ino = static_cast<uint64_t>(row.GetInt64("ino"));
@@ -76,6 +96,12 @@ Result<RenameIntent> IntentFromEntity(const Entity& row) {
   i.pid = row.GetInt64("pid");
   if (const std::string* s = row.GetString("mount")) i.mount = *s;
   i.created_ns = row.GetInt64("created");
+  if (i.exchange) {
+    i.ino2 = static_cast<uint64_t>(row.GetInt64("ino2"));
+    if (i.ino2 == 0) return Status(Code::kInvalidArgument, "intent " + row.row_key + ": incomplete exchange");
+    if (const std::string* s = row.GetString("blob2")) i.blob2 = *s;
+    if (const std::string* s = row.GetString("betag2")) i.betag2 = *s;
+  }
   return i;
 }
 

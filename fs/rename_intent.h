@@ -10,6 +10,8 @@
 // blob/betag (the source file's committed blob when the intent was written),
 // host, pid, mount (who wrote it: a live mount's intents are not taken over
 // by another mount before `grace`), created (ns).
+// An exchange (RENAME_EXCHANGE, op "exchange") also has ino2, blob2, betag2:
+// the entry at `to` when it was decided (fs/namespace_exchange.cc).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,10 @@ struct RenameIntent {
   std::string from;  // path of the source ("/a/x")
   std::string to;    // path of the target
   uint64_t ino = 0;  // the renamed entry's inode
+  // RENAME_EXCHANGE: `ino`/`blob`/`betag` were at `from` and these at `to`.
+  bool exchange = false;
+  uint64_t ino2 = 0;
+  std::string blob2, betag2;
   bool is_dir = false;
   bool no_replace = false;
   uint64_t replaced_ino = 0;  // the target entry the rename was decided to replace (0: none)
@@ -38,8 +44,13 @@ struct RenameIntent {
   std::string mount;  // id of the Namespace instance that wrote it
   int64_t created_ns = 0;
 
-  std::string Describe() const;  // "rename /a/x -> /b/y (file, ino 17)"
+  std::string Describe() const;  // "rename /a/x -> /b/y (file, ino 17)", "exchange /a/x <-> /a/y"
 };
+
+// The temporary blob an exchange of two files with data parks one blob
+// under (".stampfs-exchange/<intent id>"), never a file of its own.
+std::string ExchangeTempBlob(const std::string& intent_id);
+bool IsExchangeTempBlob(const std::string& blob);
 
 // A new id, ordered by creation time.
 std::string NewIntentId(int64_t now_ns);

@@ -115,28 +115,6 @@ e2e_unmount
 check "fsck is clean" "$E2E_STAMPFS" fsck "$E2E_CONTAINER"
 
 section "kill -9 at the link crash points, then remount and fsck --repair"
-# crash_at POINT OP: runs OP (shell code) with the daemon armed to die at
-# POINT, then remounts; "killed", "skipped" or what went wrong goes to
-# $E2E_TMP/crash.out (it changes the mount table: not run inside check).
-crash_at() {
-  local point=$1 op=$2 log
-  e2e_sync
-  e2e_unmount
-  STAMPFS_FAULT="$point:kill" e2e_mount
-  log=${E2E_LOG[$M]}
-  timeout 60 bash -c "$op" >/dev/null 2>&1
-  if grep -q "STAMPFS_FAULT is ignored" "$log"; then
-    echo skipped >"$E2E_TMP/crash.out"
-    e2e_unmount
-  elif grep -q "fault point $point: killing" "$log"; then
-    echo killed >"$E2E_TMP/crash.out"
-    e2e_kill9 2>/dev/null
-  else
-    echo "the daemon did not stop at $point" >"$E2E_TMP/crash.out"
-    e2e_unmount
-  fi
-  e2e_mount
-}
 # names_readable COUNTS DATA PATH...: every name of the file that is left
 # reads DATA; with COUNTS=counts, st_nlink on each is the number of names
 # (before fsck --repair a crash may leave it one too high: docs/semantics.md).
@@ -162,7 +140,7 @@ for point in link.after_record link.after_mark link.after_blob_copy link.after_b
     link.after_record | link.after_mark) op="ln '$M/k/a/$point' '$M/k/b/$point'" ;;
     *) ln "$M/k/a/$point" "$M/k/b/$point"; op="rm '$M/k/a/$point'" ;;
   esac
-  crash_at "$point" "$op"
+  e2e_crash_at "$point" "$op"
   [[ $(cat "$E2E_TMP/crash.out") == skipped ]] && { echo "  (crash points skipped: no -DSTAMPFS_FAULT_POINTS=ON)"; break; }
   check_eq "$point: the daemon died there" killed cat "$E2E_TMP/crash.out"
   check "$point: every name left reads the data" names_readable data-only "data at $point" "$M/k/a/$point" "$M/k/b/$point"

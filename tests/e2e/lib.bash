@@ -276,6 +276,28 @@ e2e_kill9() {
   unset "E2E_PID[$mnt]"
 }
 
+# e2e_crash_at POINT OP: runs OP (shell code) with the daemon armed to die at
+# POINT, then remounts; "killed", "skipped" or what went wrong goes to
+# $E2E_TMP/crash.out (it changes the mount table: not run inside check).
+e2e_crash_at() {
+  local point=$1 op=$2 log
+  e2e_sync
+  e2e_unmount
+  STAMPFS_FAULT="$point:kill" e2e_mount
+  log=${E2E_LOG[$M]}
+  timeout 60 bash -c "$op" >/dev/null 2>&1
+  if grep -q "STAMPFS_FAULT is ignored" "$log"; then
+    echo skipped >"$E2E_TMP/crash.out"
+    e2e_unmount
+  elif grep -q "fault point $point: killing" "$log"; then
+    echo killed >"$E2E_TMP/crash.out"
+    e2e_kill9 2>/dev/null
+  else
+    echo "the daemon did not stop at $point" >"$E2E_TMP/crash.out"
+    e2e_unmount
+  fi
+  e2e_mount
+}
 # e2e_sync [MNT]: every change of the mount committed to the container
 # (`sync DIR` fsyncs the directory: stampfs commits what commit=async queued).
 e2e_sync() { sync "${1:-$M}"; }
