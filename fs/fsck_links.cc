@@ -16,10 +16,11 @@ namespace stampfs {
 void Fsck::CheckLinks() {
   std::map<uint64_t, std::vector<std::string>> names;  // linked names by inode
   std::set<std::string> entry_blobs;                     // blobs named by unlinked entries
-  for (const EntryRef& ref : Entries(S_IFREG)) {
+  for (const EntryRef& ref : Entries(0)) {  // files, symlinks and special files link
+    if (EntryType(*ref.entry) == S_IFDIR) continue;
     if (IsLinkName(*ref.entry)) {
       names[static_cast<uint64_t>(ref.entry->GetInt64("ino"))].push_back(ref.path);
-    } else {
+    } else if (EntryType(*ref.entry) == S_IFREG) {
       const std::string* b = ref.entry->GetString("blob");
       entry_blobs.insert(b && !b->empty() ? *b : BlobNameFor(ref.path));
     }
