@@ -7,7 +7,8 @@
 #   - a build tool's temporary file: open, unlink, read, fstat (st_nlink 0),
 #     write, ftruncate, fsync, close through the descriptor; its blob is gone
 #     after the close and nothing written after the unlink reached the
-#     container;
+#     container; fgetxattr, fsetxattr, flistxattr and fremovexattr through
+#     it work (in memory);
 #   - the same, then the name created again while the old file is open: both
 #     closes succeed, the new file holds its data, no conflict copy;
 #   - SQLite in WAL mode with a concurrent reader (python3's sqlite3), 3 runs:
@@ -83,6 +84,28 @@ c.close()
 EOF
 }
 
+# fsetxattr, fgetxattr, flistxattr, fremovexattr and fstat through the
+# descriptor of a file unlinked while open; prints what they saw.
+unlinked_xattrs() {
+  python3 - "$1" <<'EOF'
+import os, sys
+path = sys.argv[1]
+with open(path, "w") as f:
+    f.write("data")
+os.setxattr(path, "user.before", b"kept")
+fd = os.open(path, os.O_RDWR)
+os.unlink(path)
+seen = [os.getxattr(fd, "user.before").decode()]
+os.setxattr(fd, "user.after", b"local")
+seen.append(os.getxattr(fd, "user.after").decode())
+os.removexattr(fd, "user.before")
+seen.append(",".join(sorted(n for n in os.listxattr(fd) if n.startswith("user."))))
+seen.append(str(os.fstat(fd).st_nlink))
+os.close(fd)
+print(" ".join(seen))
+EOF
+}
+
 # os.replace of an fsynced temporary file over `target` 200 times while a
 # reader opens `target` in a loop; prints the number of failed opens.
 rename_over_race() {
@@ -138,6 +161,8 @@ for mode in async close; do
   e2e_remount fresh
   check_eq "... also in the container after a cold remount" "new file" cat "$M/$mode-2"
   check_eq "no conflict copy" "0" conflict_copies
+  check_eq "xattrs through the descriptor of an unlinked file" "kept local user.after 0" \
+    unlinked_xattrs "$M/$mode-xattrs"
 
   section "commit=$mode: SQLite in WAL mode with a concurrent reader"
   for run_no in 1 2 3; do
