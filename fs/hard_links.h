@@ -10,7 +10,8 @@
 // names the table holds: raised before a name is inserted, lowered after one
 // is deleted) and "paths" (Binary, NUL-separated paths of the names, a hint:
 // added before a name is inserted, removed after; a directory rename above a
-// name leaves it stale). The blob is named by one of the paths (the first
+// name updates it after the rows moved, so a crash can leave it stale: every
+// user reads each path back, and fsck --repair refreshes it). The blob is named by one of the paths (the first
 // name linked); unlinking or renaming that name first copies the blob to a
 // surviving name's path (none known: LinkBlobPath): copy, the record names the copy (and the old blob
 // as "moving"), the old blob deleted, "moving" dropped.

@@ -304,6 +304,10 @@ class Namespace {
   // After a rename of a linked name / over one (the table moved).
   Status LinkNameMoved(uint64_t ino, const std::string& from, const std::string& to);
   Status LinkNameReplaced(uint64_t ino, const std::string& path);
+  // After MoveChildren wrote `rows` of `from` into `to`: each linked name's
+  // record follows (its paths; its blob when named by the old path).
+  Status LinkNamesMoved(const std::string& from, const std::string& to,
+                        const std::vector<Entity>& rows);
   void NoteLinked(uint64_t ino);
   bool KnownLinked(uint64_t ino);
   Result<std::vector<Entity>> FetchListing(const std::string& dir_path, size_t max_pages = 0);

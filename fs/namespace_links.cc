@@ -359,6 +359,23 @@ Status Namespace::LinkNameMoved(uint64_t ino, const std::string& from, const std
       .status();
 }
 
+// Nothing to do (no request) for rows without a linked name. Idempotent,
+// and run while the old rows still exist, so a re-run of the rename after a
+// crash finishes it.
+Status Namespace::LinkNamesMoved(const std::string& from, const std::string& to,
+                                 const std::vector<Entity>& rows) {
+  for (const Entity& e : rows) {
+    if (!IsLinkName(e)) continue;
+    auto name = NameOfEntry(e);
+    if (!name.ok()) continue;
+    Status s = LinkNameMoved(static_cast<uint64_t>(e.GetInt64("ino")), JoinPath(from, *name),
+                             JoinPath(to, *name));
+    // A record or blob gone is fsck's (missing-inode, missing-blob).
+    if (!s.ok() && !s.Is(Code::kNotFound)) return s;
+  }
+  return Status::Ok();
+}
+
 Status Namespace::LinkNameReplaced(uint64_t ino, const std::string& path) {
   auto r = ChangeInode(ino, [&](Entity* e) -> Status {
     e->properties["nlink"] = e->GetInt64("nlink", 1) - 1;

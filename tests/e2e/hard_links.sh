@@ -9,7 +9,9 @@
 # named by (the blob moves to a surviving name), rename over a linked name,
 # cp -al of a tree and rsync -aH in and back out with link counts compared;
 # ln of a symlink, a FIFO and a device, cp -al and rsync -aH of trees holding
-# symlinks and FIFOs (counts and types as on local disk); counts after a cold remount, fsck clean; kill -9 at each link crash point
+# symlinks and FIFOs (counts and types as on local disk); a directory rename
+# above linked names (the blob moves along, the record's paths follow, a new
+# file at the old path commits cleanly); counts after a cold remount, fsck clean; kill -9 at each link crash point
 # (builds with -DSTAMPFS_FAULT_POINTS=ON) leaves every name readable and fsck
 # --repair a clean table; the same ln in commit=close mode.
 # shellcheck source-path=SCRIPTDIR
@@ -164,6 +166,22 @@ check_eq "link counts and types back out" "$(node_counts "$E2E_TMP/nodes")" node
 check_eq "groups back out" "$(node_groups "$E2E_TMP/nodes")" node_groups "$E2E_TMP/nodes-back"
 check_eq "symlink targets back out" "f|../x/f|f" \
   eval 'echo "$(readlink "$E2E_TMP/nodes-back/x/sl")|$(readlink "$E2E_TMP/nodes-back/z/rel")|$(readlink "$E2E_TMP/nodes-back/x/y/sl-again")"'
+
+section "a directory rename above linked names"
+mkdir -p "$M/dr/a" "$M/dr/b"
+echo "linked data" >"$M/dr/a/f"
+ln "$M/dr/a/f" "$M/dr/b/g"
+e2e_sync
+run "mv of the directory holding the blob's name" mv "$M/dr/a" "$M/dr/a2"
+check_eq "the blob moved along" "dr/a2/f" eval 'blob_names | grep "^dr/"'
+run "a new file at the old path" eval 'mkdir "$M/dr/a" && echo "new file" >"$M/dr/a/f" && sync "$M/dr/a/f"'
+check_eq "its data, and no conflict copy" "new file 0" \
+  eval 'echo "$(cat "$M/dr/a/f") $(find "$M/dr" -name "*.conflict-*" | wc -l)"'
+run "mv of the other name's directory, then rm of the blob's name" \
+  eval 'mv "$M/dr/b" "$M/dr/b2" && rm "$M/dr/a2/f"'
+e2e_sync
+check_eq "the blob moved to the surviving name's new path" "dr/a/f dr/b2/g" eval 'echo $(blob_names | grep "^dr/")'
+check_eq "it reads the data, st_nlink 1" "linked data 1" eval 'echo "$(cat "$M/dr/b2/g") $(stat -c %h "$M/dr/b2/g")"'
 
 section "cold remount and fsck"
 before=$(link_counts "$M")
