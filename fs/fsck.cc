@@ -44,6 +44,7 @@ const char* FsckKindName(FsckKind kind) {
     case FsckKind::kUnknownRow: return "unknown-row";
     case FsckKind::kLinkCount: return "link-count";
     case FsckKind::kOrphanInode: return "orphan-inode";
+    case FsckKind::kLinkPaths: return "link-paths";
     case FsckKind::kMissingInode: return "missing-inode";
     case FsckKind::kStaleLinkBlob: return "stale-link-blob";
     case FsckKind::kIntent: return "intent";

@@ -66,6 +66,7 @@ enum class FsckKind {
   kOrphanInode,    // an inode record no name uses (an unfinished link or unlink)
   kMissingInode,   // a linked name without its inode record: no data
   kStaleLinkBlob,  // a copy or old blob an unfinished move of a linked file's blob left
+  kLinkPaths,      // a record's paths hint names other paths than its names
 };
 
 // A short stable name ("missing-blob", "etag-mismatch", ...).

@@ -2,6 +2,7 @@
 // that use it: its count, its blob, records no name uses, names without one.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
@@ -13,13 +14,24 @@
 
 namespace stampfs {
 
+namespace {
+
+std::string Joined(const std::vector<std::string>& paths) {
+  std::string all;
+  for (const std::string& p : paths) all += (all.empty() ? "" : ", ") + p;
+  return all;
+}
+
+}  // namespace
+
 void Fsck::CheckLinks() {
   std::map<uint64_t, std::vector<std::string>> names;  // linked names by inode
   std::set<std::string> entry_blobs;                     // blobs named by unlinked entries
-  for (const EntryRef& ref : Entries(S_IFREG)) {
+  for (const EntryRef& ref : Entries(0)) {  // files, symlinks and special files link
+    if (EntryType(*ref.entry) == S_IFDIR) continue;
     if (IsLinkName(*ref.entry)) {
       names[static_cast<uint64_t>(ref.entry->GetInt64("ino"))].push_back(ref.path);
-    } else {
+    } else if (EntryType(*ref.entry) == S_IFREG) {
       const std::string* b = ref.entry->GetString("blob");
       entry_blobs.insert(b && !b->empty() ? *b : BlobNameFor(ref.path));
     }
@@ -94,12 +106,30 @@ void Fsck::CheckLinks() {
       }
     }
     const int64_t nlink = rec.GetInt64("nlink", 1);
+    std::vector<std::string> hinted = LinkPaths(rec);
+    std::vector<std::string> names_sorted = used;
+    std::sort(hinted.begin(), hinted.end());
+    std::sort(names_sorted.begin(), names_sorted.end());
+    if (nlink == static_cast<int64_t>(used.size()) && hinted != names_sorted) {
+      // A rename of a directory above a name stopped before its record was
+      // told: the hint that finds a surviving name for the blob is stale.
+      FsckFinding& f = Add(FsckKind::kLinkPaths, where,
+                           "paths name " + std::to_string(hinted.size()) + " paths, not the " +
+                               std::to_string(used.size()) + " names " + Joined(used));
+      if (options_.repair) {
+        Entity props{rec.partition_key, rec.row_key, {}, {}};
+        SetLinkPaths(used, &props);
+        Done(f,
+             StatusOf(table_.Update(options_.table, props, UpdateMode::kMerge,
+                                    Condition::IfMatch(rec.etag))),
+             "set to the names");
+      }
+      continue;
+    }
     if (nlink == static_cast<int64_t>(used.size())) continue;
-    std::string all;
-    for (const std::string& p : used) all += (all.empty() ? "" : ", ") + p;
     FsckFinding& f = Add(FsckKind::kLinkCount, where,
                          "nlink " + std::to_string(nlink) + " but " +
-                             std::to_string(used.size()) + " names: " + all);
+                             std::to_string(used.size()) + " names: " + Joined(used));
     if (!options_.repair) continue;
     Entity props{rec.partition_key, rec.row_key, {}, {}};
     props.properties["nlink"] = static_cast<int64_t>(used.size());

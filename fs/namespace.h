@@ -325,6 +325,10 @@ class Namespace {
   // After a rename of a linked name / over one (the table moved).
   Status LinkNameMoved(uint64_t ino, const std::string& from, const std::string& to);
   Status LinkNameReplaced(uint64_t ino, const std::string& path);
+  // After MoveChildren wrote `rows` of `from` into `to`: each linked name's
+  // record follows (its paths; its blob when named by the old path).
+  Status LinkNamesMoved(const std::string& from, const std::string& to,
+                        const std::vector<Entity>& rows);
   void NoteLinked(uint64_t ino);
   bool KnownLinked(uint64_t ino);
   Result<std::vector<Entity>> FetchListing(const std::string& dir_path, size_t max_pages = 0);
@@ -388,11 +392,16 @@ class Namespace {
   // Inodes whose name this mount removed (fs/namespace_removed.cc): detached
   // from the inode table; a file's entry as it was is kept while the kernel
   // or an open file holds the inode, so fstat of an unlinked open file
-  // answers (st_nlink 0) and fchmod/futimens change it in memory.
+  // answers (st_nlink 0) and fchmod/futimens/fsetxattr change it in memory.
   void Removed(uint64_t ino, const Entity* entry);
   void DropRemovedIfGone(uint64_t ino);
+  std::optional<Entity> RemovedEntry(uint64_t ino);
   std::optional<Attr> RemovedAttr(uint64_t ino);
   std::optional<Result<Attr>> SetRemovedAttr(uint64_t ino, const SetAttrRequest& req);
+  // nullopt when `ino` is not removed; else `change` applied to its kept entry.
+  std::optional<Status> ChangeRemoved(uint64_t ino, const std::function<Status(Entity*)>& change);
+  // The entry xattrs are read from: a removed inode's kept one, else the table's.
+  Result<Entity> XattrEntity(uint64_t ino);
   // Deferred creates (fs/namespace_pending.cc).
   Result<Attr> CreateDeferred(uint64_t parent, const Located& loc, const Attr& attr);
   std::optional<Entity> PendingEntry(const std::string& pk, const std::string& rk);

@@ -24,8 +24,9 @@ std::string Str(const Entity& e, const char* name) {
   return v ? *v : std::string();
 }
 
-// The properties of a file entry that belong to the inode, not the name.
-constexpr const char* kInodeOnly[] = {"blob", "betag", "bsize", "xattr", "size"};
+// The properties of an entry that belong to the inode, not the name: a
+// file's data, a symlink's target, a device's number.
+constexpr const char* kInodeOnly[] = {"blob", "betag", "bsize", "xattr", "size", "target", "rdev"};
 
 }  // namespace
 
@@ -144,10 +145,9 @@ Result<Attr> Namespace::Link(uint64_t ino, uint64_t new_parent, const std::strin
     auto attr = AttrFromEntity(*name);
     STAMPFS_RETURN_IF_ERROR(attr);
     if (attr->IsDir()) return Status(Code::kNotPermitted, path + ": hard link to a directory");
-    if (!attr->IsRegular()) {
-      return Status(Code::kNotPermitted, path + ": hard links are made to regular files only");
-    }
-    if (!name->GetString("betag") && !IsLinkName(*name)) {
+    // Symlinks and special files have no blob: their record holds the
+    // target or rdev, and nothing waits for a commit.
+    if (attr->IsRegular() && !name->GetString("betag") && !IsLinkName(*name)) {
       return Status(Code::kNotPermitted, path + ": the file to link is not committed yet");
     }
     if (IsLinkName(*name)) {
@@ -357,6 +357,23 @@ Status Namespace::LinkNameMoved(uint64_t ino, const std::string& from, const std
            return Status::Ok();
          })
       .status();
+}
+
+// Nothing to do (no request) for rows without a linked name. Idempotent,
+// and run while the old rows still exist, so a re-run of the rename after a
+// crash finishes it.
+Status Namespace::LinkNamesMoved(const std::string& from, const std::string& to,
+                                 const std::vector<Entity>& rows) {
+  for (const Entity& e : rows) {
+    if (!IsLinkName(e)) continue;
+    auto name = NameOfEntry(e);
+    if (!name.ok()) continue;
+    Status s = LinkNameMoved(static_cast<uint64_t>(e.GetInt64("ino")), JoinPath(from, *name),
+                             JoinPath(to, *name));
+    // A record or blob gone is fsck's (missing-inode, missing-blob).
+    if (!s.ok() && !s.Is(Code::kNotFound)) return s;
+  }
+  return Status::Ok();
 }
 
 Status Namespace::LinkNameReplaced(uint64_t ino, const std::string& path) {

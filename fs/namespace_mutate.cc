@@ -424,7 +424,7 @@ Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns
 }
 
 Result<std::string> Namespace::GetXattr(uint64_t ino, const std::string& name) {
-  auto e = FetchEntryOf(ino, nullptr, false);
+  auto e = XattrEntity(ino);
   STAMPFS_RETURN_IF_ERROR(e);
   const Binary* b = e->GetBinary("xattr");
   if (!b) return Status(Code::kNoAttribute, name);
@@ -436,7 +436,7 @@ Result<std::string> Namespace::GetXattr(uint64_t ino, const std::string& name) {
 }
 
 Result<std::vector<std::string>> Namespace::ListXattr(uint64_t ino) {
-  auto e = FetchEntryOf(ino, nullptr, false);
+  auto e = XattrEntity(ino);
   STAMPFS_RETURN_IF_ERROR(e);
   std::vector<std::string> names;
   const Binary* b = e->GetBinary("xattr");
@@ -448,7 +448,7 @@ Result<std::vector<std::string>> Namespace::ListXattr(uint64_t ino) {
 }
 
 Status Namespace::ChangeXattrs(uint64_t ino, const std::function<Status(XattrMap*)>& change) {
-  auto e = MergeEntry(ino, [&](Entity* entity) -> Status {
+  auto apply = [&](Entity* entity) -> Status {
     XattrMap map;
     if (const Binary* b = entity->GetBinary("xattr")) {
       auto decoded = DecodeXattrs(b->bytes);
@@ -467,8 +467,10 @@ Status Namespace::ChangeXattrs(uint64_t ino, const std::function<Status(XattrMap
       entity->properties["xattr"] = Binary{encoded};
     }
     return Status::Ok();
-  });
-  return StatusOf(e);
+  };
+  // An unlinked open file: in memory until its last close, like fchmod.
+  if (auto removed = ChangeRemoved(ino, apply)) return *removed;
+  return StatusOf(MergeEntry(ino, apply));
 }
 
 Status Namespace::SetXattr(uint64_t ino, const std::string& name, const std::string& value,

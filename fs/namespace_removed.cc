@@ -22,27 +22,48 @@ void Namespace::Unpin(uint64_t ino) {
   DropRemovedIfGone(ino);
 }
 
-std::optional<Attr> Namespace::RemovedAttr(uint64_t ino) {
+std::optional<Entity> Namespace::RemovedEntry(uint64_t ino) {
   std::lock_guard<std::mutex> lock(removed_mu_);
   auto it = removed_.find(ino);
   if (it == removed_.end()) return std::nullopt;
-  auto attr = AttrFromEntity(it->second);
+  return it->second;
+}
+
+std::optional<Attr> Namespace::RemovedAttr(uint64_t ino) {
+  auto entry = RemovedEntry(ino);
+  if (!entry) return std::nullopt;
+  auto attr = AttrFromEntity(*entry);
   if (!attr.ok()) return std::nullopt;
   attr->removed = true;
   return *attr;
 }
 
-// chmod, chown, utimens (and a size the data path sets) of a removed inode
-// change what fstat shows; nothing is sent (the name and entry are gone).
-std::optional<Result<Attr>> Namespace::SetRemovedAttr(uint64_t ino, const SetAttrRequest& req) {
+// Changes of a removed inode (chmod, chown, utimens, a size the data path
+// sets, xattrs) change what its descriptors show; nothing is sent (the name
+// and entry are gone). A failed change leaves the entry as it was.
+std::optional<Status> Namespace::ChangeRemoved(uint64_t ino,
+                                               const std::function<Status(Entity*)>& change) {
   std::lock_guard<std::mutex> lock(removed_mu_);
   auto it = removed_.find(ino);
   if (it == removed_.end()) return std::nullopt;
-  Status s = ApplySetAttr(req, &it->second);
-  if (!s.ok()) return Result<Attr>(s);
-  auto attr = AttrFromEntity(it->second);
-  if (attr.ok()) attr->removed = true;
-  return attr;
+  Entity changed = it->second;
+  Status s = change(&changed);
+  if (s.ok()) it->second = std::move(changed);
+  return s;
+}
+
+std::optional<Result<Attr>> Namespace::SetRemovedAttr(uint64_t ino, const SetAttrRequest& req) {
+  auto s = ChangeRemoved(ino, [&](Entity* e) { return ApplySetAttr(req, e); });
+  if (!s) return std::nullopt;
+  if (!s->ok()) return Result<Attr>(*s);
+  auto attr = RemovedAttr(ino);
+  if (!attr) return Result<Attr>(Status(Code::kNotFound, "inode " + std::to_string(ino)));
+  return *attr;
+}
+
+Result<Entity> Namespace::XattrEntity(uint64_t ino) {
+  if (auto removed = RemovedEntry(ino)) return *removed;
+  return FetchEntryOf(ino, nullptr, false);
 }
 
 }  // namespace stampfs

@@ -589,6 +589,7 @@ Status Namespace::MoveChildren(const std::string& from, const std::string& to, u
   for (const auto& [blob, etag] : old_blobs) {
     blobs_.Delete(options_.container, blob, Condition::IfMatch(etag)).PermitUnchecked();
   }
+  STAMPFS_RETURN_IF_ERROR(LinkNamesMoved(from, to, *rows));
   STAMPFS_RETURN_IF_ERROR(ExecuteInBatches(table_, options_.table, dels));
   if (cache_) {
     cache_->DropPartition(from_pk).PermitUnchecked();

@@ -7,8 +7,11 @@
 # st_nlink on every name), a write through one name read through another at
 # once and from a second mount after the TTL, unlink of the name the blob is
 # named by (the blob moves to a surviving name), rename over a linked name,
-# cp -al of a tree and rsync -aH in and back out with link counts compared,
-# counts after a cold remount, fsck clean; kill -9 at each link crash point
+# cp -al of a tree and rsync -aH in and back out with link counts compared;
+# ln of a symlink, a FIFO and a device, cp -al and rsync -aH of trees holding
+# symlinks and FIFOs (counts and types as on local disk); a directory rename
+# above linked names (the blob moves along, the record's paths follow, a new
+# file at the old path commits cleanly); counts after a cold remount, fsck clean; kill -9 at each link crash point
 # (builds with -DSTAMPFS_FAULT_POINTS=ON) leaves every name readable and fsck
 # --repair a clean table; the same ln in commit=close mode.
 # shellcheck source-path=SCRIPTDIR
@@ -106,10 +109,88 @@ check_eq "link counts back out" "$(link_counts "$LOC")" link_counts "$E2E_TMP/ba
 check_eq "groups back out" "$(link_groups "$LOC")" link_groups "$E2E_TMP/back"
 check "the data back out" diff -r "$LOC" "$E2E_TMP/back"
 
+section "links of symlinks, FIFOs and devices"
+# "TYPE LINKS PATH" / inode groups of everything under $1 but directories.
+node_counts() { (cd "$1" && find . ! -type d -printf '%y %n %p\n' | sort -k3); }
+node_groups() {
+  (cd "$1" && find . ! -type d -printf '%i %p\n' | sort -k2 |
+    awk '{g[$1] = g[$1] " " $2} END {for (i in g) print g[i]}' | sort)
+}
+S=$M/sp
+mkdir -p "$S/a" "$S/b"
+ln -s "target of sl" "$S/a/sl"
+mkfifo -m 0640 "$S/a/fifo"
+mknod -m 0600 "$S/a/null" c 1 3
+run "ln of a symlink" ln -P "$S/a/sl" "$S/b/sl2"
+check_eq "both names: a symlink, one inode, st_nlink 2" "symbolic link 2 1" \
+  eval 'echo "$(stat -c %F "$S/b/sl2") $(stat -c %h "$S/a/sl") $(stat -c %i "$S/a/sl" "$S/b/sl2" | sort -u | wc -l)"'
+check_eq "readlink through the new name" "target of sl" readlink "$S/b/sl2"
+run "ln of a FIFO" ln "$S/a/fifo" "$S/b/fifo2"
+check_eq "both names: a FIFO, mode 640, st_nlink 2" "fifo 640 2|fifo 640 2" \
+  eval 'echo "$(stat -c "%F %a %h" "$S/a/fifo")|$(stat -c "%F %a %h" "$S/b/fifo2")"'
+check_eq "the FIFO carries data from one name to the other" "through the fifo" \
+  eval 'timeout 10 cat "$S/b/fifo2" & sleep 0.2; echo "through the fifo" >"$S/a/fifo"; wait'
+run "ln of a character device" ln "$S/a/null" "$S/b/null2"
+check_eq "the device number and count through the new name" "1,3 2" stat -c "%t,%T %h" "$S/b/null2"
+run "rm of the first symlink name" rm "$S/a/sl"
+check_eq "the other name keeps the target, st_nlink 1" "target of sl 1" \
+  eval 'echo "$(readlink "$S/b/sl2") $(stat -c %h "$S/b/sl2")"'
+run "mv of a linked FIFO name across directories" mv "$S/b/fifo2" "$S/fifo3"
+check_eq "both names after the mv" "2 2" eval 'echo $(stat -c %h "$S/a/fifo" "$S/fifo3")'
+
+section "cp -al and rsync -aH of trees holding symlinks and FIFOs"
+# mk_nodes DIR: files, symlinks and a FIFO, some hard-linked.
+mk_nodes() {
+  mkdir -p "$1/x/y" "$1/z"
+  echo data >"$1/x/f"
+  ln -s f "$1/x/sl"
+  ln -s ../x/f "$1/z/rel"
+  ln -P "$1/x/sl" "$1/x/y/sl-again"
+  mkfifo "$1/z/fifo"
+  ln "$1/z/fifo" "$1/x/fifo-again"
+  ln "$1/x/f" "$1/z/f-again"
+}
+mk_nodes "$E2E_TMP/nodes"
+cp -al "$E2E_TMP/nodes" "$E2E_TMP/nodes-snap"
+mk_nodes "$M/nodes"
+run "cp -al on the mount" cp -al "$M/nodes" "$M/nodes-snap"
+check_eq "link counts and types as on local disk" "$(node_counts "$E2E_TMP/nodes-snap")" node_counts "$M/nodes-snap"
+check_eq "the snapshot's names share the source's inodes" "$(cd "$M/nodes" && find . ! -type d -printf '%i %p\n' | sort -k2)" \
+  eval 'cd "$M/nodes-snap" && find . ! -type d -printf "%i %p\n" | sort -k2'
+rm -rf "$E2E_TMP/nodes-snap"
+run "rsync -aH into the mount" rsync -aH "$E2E_TMP/nodes/" "$M/rs-nodes/"
+check_eq "link counts and types on the mount" "$(node_counts "$E2E_TMP/nodes")" node_counts "$M/rs-nodes"
+check_eq "the same names share inodes" "$(node_groups "$E2E_TMP/nodes")" node_groups "$M/rs-nodes"
+run "rsync -aH back out" rsync -aH "$M/rs-nodes/" "$E2E_TMP/nodes-back/"
+check_eq "link counts and types back out" "$(node_counts "$E2E_TMP/nodes")" node_counts "$E2E_TMP/nodes-back"
+check_eq "groups back out" "$(node_groups "$E2E_TMP/nodes")" node_groups "$E2E_TMP/nodes-back"
+check_eq "symlink targets back out" "f|../x/f|f" \
+  eval 'echo "$(readlink "$E2E_TMP/nodes-back/x/sl")|$(readlink "$E2E_TMP/nodes-back/z/rel")|$(readlink "$E2E_TMP/nodes-back/x/y/sl-again")"'
+
+section "a directory rename above linked names"
+mkdir -p "$M/dr/a" "$M/dr/b"
+echo "linked data" >"$M/dr/a/f"
+ln "$M/dr/a/f" "$M/dr/b/g"
+e2e_sync
+run "mv of the directory holding the blob's name" mv "$M/dr/a" "$M/dr/a2"
+check_eq "the blob moved along" "dr/a2/f" eval 'blob_names | grep "^dr/"'
+run "a new file at the old path" eval 'mkdir "$M/dr/a" && echo "new file" >"$M/dr/a/f" && sync "$M/dr/a/f"'
+check_eq "its data, and no conflict copy" "new file 0" \
+  eval 'echo "$(cat "$M/dr/a/f") $(find "$M/dr" -name "*.conflict-*" | wc -l)"'
+run "mv of the other name's directory, then rm of the blob's name" \
+  eval 'mv "$M/dr/b" "$M/dr/b2" && rm "$M/dr/a2/f"'
+e2e_sync
+check_eq "the blob moved to the surviving name's new path" "dr/a/f dr/b2/g" eval 'echo $(blob_names | grep "^dr/")'
+check_eq "it reads the data, st_nlink 1" "linked data 1" eval 'echo "$(cat "$M/dr/b2/g") $(stat -c %h "$M/dr/b2/g")"'
+
 section "cold remount and fsck"
 before=$(link_counts "$M")
+nodes_before=$(node_counts "$M/sp")$(node_counts "$M/nodes-snap")$(node_counts "$M/rs-nodes")
 e2e_remount fresh
 check_eq "link counts after a cold remount" "$before" link_counts "$M"
+check_eq "symlink and special file counts after a cold remount" "$nodes_before" \
+  eval 'echo "$(node_counts "$M/sp")$(node_counts "$M/nodes-snap")$(node_counts "$M/rs-nodes")"'
+check_eq "the symlink's target after a cold remount" "target of sl" readlink "$M/sp/b/sl2"
 check_eq "data after a cold remount" "one" cat "$M/rs/z/one-thrice"
 e2e_unmount
 check "fsck is clean" "$E2E_STAMPFS" fsck "$E2E_CONTAINER"

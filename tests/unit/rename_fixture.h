@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -213,6 +214,23 @@ class RenameFixture : public ::testing::Test {
     plan_->SetInjector([this, target](const std::string&, int) {
       return plan_->calls() > target ? RequestTimeout() : Status::Ok();
     });
+  }
+
+  // On fresh stores: `setup` on a new mount, then `run` with the crash
+  // armed at its call `k` (0: none, and `run` must succeed). Returns the
+  // storage calls `run` made.
+  int RunCrashingAt(int k, bool after_call, const std::function<void(Namespace&)>& setup,
+                    const std::function<Status(Namespace&)>& run) {
+    Reset();
+    Mount m = NewMount();
+    setup(*m.ns);
+    if (k > 0) CrashAt(k, after_call);
+    const int start = plan_->calls();
+    Status s = run(*m.ns);
+    EXPECT_TRUE(k > 0 || s.ok()) << s.ToString();
+    const int calls = plan_->calls() - start;
+    plan_->Clear();
+    return calls;
   }
 
   std::unique_ptr<TableStore> table_;

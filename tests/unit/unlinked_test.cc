@@ -174,5 +174,42 @@ TEST_F(UnlinkedTest, AnOpenRacingARenameOverItsTargetIsStaleNotMissing) {
   EXPECT_TRUE(m.data->Release(now->ino).ok());
 }
 
+// fgetxattr/fsetxattr/flistxattr/fremovexattr reach FUSE by inode: on an
+// unlinked open file they act on its kept entry, in memory, until the last
+// close; the new file of the same name has its own attributes.
+TEST_F(UnlinkedTest, XattrsOfAnUnlinkedOpenFileWorkThroughItsDescriptor) {
+  Mount m = NewMount("m");
+  Commit(m, "f", "data");
+  m.data->CommitDue();
+  uint64_t ino = OpenExisting(m, "f");
+  ASSERT_TRUE(m.ns->SetXattr(ino, "user.before", "kept", 0).ok());
+  ASSERT_TRUE(Unlink(m, "f").ok());
+  auto before = m.ns->GetXattr(ino, "user.before");
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_EQ(*before, "kept");
+  const int64_t ctime = Fstat(m, ino).ctime_ns;
+  ASSERT_TRUE(m.ns->SetXattr(ino, "user.after", "local", 0).ok());
+  EXPECT_GE(Fstat(m, ino).ctime_ns, ctime);
+  EXPECT_TRUE(m.ns->SetXattr(ino, "user.after", "again", Namespace::kXattrCreate)
+                  .Is(Code::kAlreadyExists));
+  EXPECT_EQ(*m.ns->GetXattr(ino, "user.after"), "local");
+  auto names = m.ns->ListXattr(ino);
+  ASSERT_TRUE(names.ok()) << names.status().ToString();
+  EXPECT_EQ(names->size(), 2u);
+  ASSERT_TRUE(m.ns->RemoveXattr(ino, "user.before").ok());
+  EXPECT_TRUE(m.ns->GetXattr(ino, "user.before").status().Is(Code::kNoAttribute));
+  EXPECT_TRUE(m.ns->RemoveXattr(ino, "user.before").Is(Code::kNoAttribute));
+  // A new file of the name: its own (no) attributes; the table is untouched.
+  uint64_t fresh = Create(m, "f");
+  auto fresh_names = m.ns->ListXattr(fresh);
+  ASSERT_TRUE(fresh_names.ok());
+  EXPECT_TRUE(fresh_names->empty());
+  EXPECT_EQ(*m.ns->GetXattr(ino, "user.after"), "local");
+  EXPECT_TRUE(m.data->Release(fresh).ok());
+  EXPECT_TRUE(m.data->Release(ino).ok());
+  m.ns->Forget(ino, 2);  // the create's and the open's lookups
+  EXPECT_FALSE(m.ns->GetXattr(ino, "user.after").ok()) << "gone after the last close";
+}
+
 }  // namespace
 }  // namespace stampfs
