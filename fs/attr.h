@@ -15,6 +15,7 @@
 
 #include <sys/stat.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -24,6 +25,13 @@ namespace stampfs {
 
 inline constexpr uint64_t kRootIno = 1;
 inline constexpr const char* kDotRowKey = ".";
+
+// An entry property naming the blob versions (ETags, newest first, at most
+// kMovedFromKept) whose server-side copy its blob is: a rename sets it, a
+// commit of new data removes it. An open file based on one of them follows
+// the rename; any other version at the new name is another writer's.
+inline constexpr char kMovedFromProperty[] = "movedfrom";
+inline constexpr size_t kMovedFromKept = 4;
 
 struct Attr {
   uint64_t ino = 0;

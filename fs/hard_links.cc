@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "fs/names.h"
+
 namespace stampfs {
 
 std::string InodeRowKey(uint64_t ino) {
@@ -18,17 +20,8 @@ bool IsLinkName(const Entity& entry) {
 }
 
 std::vector<std::string> LinkPaths(const Entity& record) {
-  std::vector<std::string> out;
   const Binary* b = record.GetBinary(kLinkPathsProperty);
-  if (!b) return out;
-  size_t start = 0;
-  while (start < b->bytes.size()) {
-    size_t end = b->bytes.find('\0', start);
-    if (end == std::string::npos) end = b->bytes.size();
-    if (end > start) out.push_back(b->bytes.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
+  return b ? SplitFields(b->bytes, '\0') : std::vector<std::string>{};
 }
 
 void SetLinkPaths(const std::vector<std::string>& paths, Entity* record) {

@@ -327,7 +327,7 @@ int64_t BlobMtimeNs(const BlobItem& b) {
 void SetBlobProperties(const BlobItem& b, Entity* e) {
   e->properties["blob"] = b.name;
   e->properties["betag"] = b.properties.etag;
-  e->properties.erase("movedfrom");  // a version read from the listing (fs/namespace.h)
+  e->properties.erase(kMovedFromProperty);  // a version read from the listing
   if (auto bs = MetaNumber<int64_t>(b, "bsize"); bs && *bs > 0) e->properties["bsize"] = *bs;
 }
 

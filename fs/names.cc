@@ -67,4 +67,16 @@ void SetEntryName(const std::string& name, Entity* entry) {
   }
 }
 
+std::vector<std::string> SplitFields(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(sep, start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) parts.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
 }  // namespace stampfs

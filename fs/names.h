@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "storage/status.h"
 #include "storage/table_store.h"
@@ -27,6 +28,8 @@ inline bool IsBlobEscapeCodePoint(char32_t cp) {
 Status CheckBlobPath(const std::string& path);
 inline constexpr size_t kMaxBlobNameChars = 1024;
 inline constexpr size_t kMaxBlobSegments = 254;
+// The non-empty fields of `text` between `sep`s.
+std::vector<std::string> SplitFields(const std::string& text, char sep);
 // Last component of a path ("/a/b" -> "b").
 std::string BaseName(const std::string& path);
 // The file name an entry stands for: its "name" property when the RowKey is

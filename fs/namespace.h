@@ -55,12 +55,6 @@ inline bool IsUnexpectedNotFound(const Status& s) {
 // shows from then on, before and after the commit.
 inline constexpr char kCreatedProperty[] = "crtime";
 
-// An entry property naming the blob versions (ETags, newest first, at most
-// kMovedFromKept) whose server-side copy its blob is: a rename sets it, a
-// commit of new data removes it. An open file based on one of them follows
-// the rename; any other version at the new name is another writer's.
-inline constexpr char kMovedFromProperty[] = "movedfrom";
-inline constexpr size_t kMovedFromKept = 4;
 // Records on `moved` (a copy of the source entry) that its blob is a copy of
 // version `copied_etag` of the source's blob.
 void NoteMovedFrom(const std::string& copied_etag, Entity* moved);

@@ -16,18 +16,6 @@ namespace stampfs {
 
 namespace {
 
-std::vector<std::string> Split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(sep, start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) parts.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
-}
-
 Attr NewAttr(uint64_t ino, uint32_t mode, uint32_t uid, uint32_t gid) {
   Attr a;
   a.ino = ino;
@@ -279,14 +267,14 @@ Result<FileState> Namespace::FileStateOf(const Entity& entry, const std::string&
   if (const std::string* b = entry.GetString("blob")) s.blob = *b;
   if (const std::string* b = entry.GetString("betag")) s.blob_etag = *b;
   if (int64_t b = entry.GetInt64("bsize"); b > 0) s.block_size = static_cast<uint64_t>(b);
-  if (const std::string* m = entry.GetString(kMovedFromProperty)) s.moved_from = Split(*m, ' ');
+  if (const std::string* m = entry.GetString(kMovedFromProperty)) s.moved_from = SplitFields(*m, ' ');
   return s;
 }
 
 void NoteMovedFrom(const std::string& copied_etag, Entity* moved) {
   std::vector<std::string> list{copied_etag};
   if (const std::string* m = moved->GetString(kMovedFromProperty)) {
-    for (std::string& etag : Split(*m, ' ')) {
+    for (std::string& etag : SplitFields(*m, ' ')) {
       if (list.size() == kMovedFromKept) break;
       if (etag != copied_etag) list.push_back(std::move(etag));
     }
