@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -243,7 +244,10 @@ class Namespace {
   void Pin(uint64_t ino) { inodes_.Pin(ino); }
   // This mount removed the inode's name (unlink, a rename over it, a pending
   // create abandoned): not a change another mount made.
-  bool RemovedHere(uint64_t ino) const { return inodes_.IsDetached(ino); }
+  // Whether this mount removed the inode's last name (unlink, rename over
+  // it). Waits for such a removal in flight (RemovalInFlight): its entry can
+  // be gone from the table before the removal is recorded.
+  bool RemovedHere(uint64_t ino) const;
   void Unpin(uint64_t ino);
 
   // -o discover: imports foreign blobs every `interval_s` seconds on a
@@ -388,6 +392,20 @@ class Namespace {
   // or an open file holds the inode, so fstat of an unlinked open file
   // answers (st_nlink 0) and fchmod/futimens/fsetxattr change it in memory.
   void Removed(uint64_t ino, const Entity* entry);
+  // Held from before the table change that removes `ino`'s last name until
+  // Removed() recorded it (or the change failed): a commit or setattr that
+  // finds the entry gone meanwhile asks RemovedHere, which waits for it.
+  class RemovalInFlight {
+   public:
+    RemovalInFlight(const Namespace& ns, uint64_t ino);
+    ~RemovalInFlight();
+    RemovalInFlight(const RemovalInFlight&) = delete;
+    RemovalInFlight& operator=(const RemovalInFlight&) = delete;
+
+   private:
+    const Namespace& ns_;
+    uint64_t ino_;
+  };
   void DropRemovedIfGone(uint64_t ino);
   std::optional<Entity> RemovedEntry(uint64_t ino);
   std::optional<Attr> RemovedAttr(uint64_t ino);
@@ -486,6 +504,9 @@ class Namespace {
   std::unordered_map<std::string, DirectoryLookups> lookups_;  // GUARDED_BY(lookups_mu_)
   std::mutex removed_mu_;  // before InodeTable's; nothing else is taken while held
   std::map<uint64_t, Entity> removed_;  // by inode; GUARDED_BY(removed_mu_)
+  mutable std::mutex removing_mu_;  // nothing else is taken while held
+  mutable std::condition_variable removing_cv_;
+  mutable std::multiset<uint64_t> removing_;  // RemovalInFlight; GUARDED_BY(removing_mu_)
   std::mutex linked_mu_;
   // Inodes seen with a linked name: when the name this mount knows is gone,
   // the record still answers (another name keeps the file).

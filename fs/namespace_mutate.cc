@@ -245,6 +245,7 @@ Result<FileState> Namespace::Unlink(uint64_t parent, const std::string& name) {
       return linked;
     }
     BatchError err;
+    RemovalInFlight removing(*this, state->attr.ino);
     auto r = CommitInDirectory(loc->parent_path,
                                {TableOperation::Delete(entry->partition_key, entry->row_key,
                                                        Condition::IfMatch(entry->etag))},
@@ -351,6 +352,10 @@ Status Namespace::ApplySetAttr(const SetAttrRequest& req, Entity* entity) {
 Result<Attr> Namespace::SetAttr(uint64_t ino, const SetAttrRequest& req) {
   if (auto removed = SetRemovedAttr(ino, req)) return *removed;
   auto e = MergeEntry(ino, [&](Entity* entity) { return ApplySetAttr(req, entity); });
+  if (e.status().Is(Code::kNotFound) && RemovedHere(ino)) {
+    // Unlinked on this mount during the merge: the descriptors' copy.
+    if (auto removed = SetRemovedAttr(ino, req)) return *removed;
+  }
   STAMPFS_RETURN_IF_ERROR(e);
   auto attr = AttrFromEntity(*e);
   STAMPFS_RETURN_IF_ERROR(attr);

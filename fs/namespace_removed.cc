@@ -5,6 +5,30 @@
 
 namespace stampfs {
 
+Namespace::RemovalInFlight::RemovalInFlight(const Namespace& ns, uint64_t ino)
+    : ns_(ns), ino_(ino) {
+  std::lock_guard<std::mutex> lock(ns_.removing_mu_);
+  ns_.removing_.insert(ino_);
+}
+
+Namespace::RemovalInFlight::~RemovalInFlight() {
+  {
+    std::lock_guard<std::mutex> lock(ns_.removing_mu_);
+    ns_.removing_.erase(ns_.removing_.find(ino_));
+  }
+  ns_.removing_cv_.notify_all();
+}
+
+// The wait is bounded: a removal in flight is a few requests, each with a
+// deadline.
+bool Namespace::RemovedHere(uint64_t ino) const {
+  {
+    std::unique_lock<std::mutex> lock(removing_mu_);
+    removing_cv_.wait(lock, [&] { return removing_.count(ino) == 0; });
+  }
+  return inodes_.IsDetached(ino);
+}
+
 void Namespace::Removed(uint64_t ino, const Entity* entry) {
   inodes_.Detach(ino);
   if (entry == nullptr) return;

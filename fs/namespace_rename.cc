@@ -236,6 +236,10 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   }
 
   std::vector<std::string> orphaned;
+  std::optional<RemovalInFlight> removing;
+  if (replaced && !replaced_linked && replaced->attr.IsRegular()) {
+    removing.emplace(*this, replaced->attr.ino);
+  }
   const bool has_blob = sattr->IsRegular() && !StringOr(*src, "betag").empty();
   if (from->parent_path == to->parent_path && !sattr->IsDir() && !has_blob) {
     // Nothing but the entry moves: one transaction.

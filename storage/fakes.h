@@ -39,12 +39,17 @@ class FaultPlan {
   // connection lost mid-body). It may block (a slow service).
   using StreamHook = std::function<Status(uint64_t offset)>;
   void SetStreamHook(StreamHook hook);
+  // ExecuteBatch: `hook` runs after a transaction the service applied, before
+  // its caller sees the answer. It may block (a slow response).
+  using AfterBatchHook = std::function<void()>;
+  void SetAfterBatchHook(AfterBatchHook hook);
   void Clear();
 
   // For the decorators: returns the fault for this call (OK if none) and whether
   // it applies after the call.
   Status Check(const std::string& operation, bool* after_call);
   Status CheckStream(uint64_t offset);
+  void AfterBatch();
   int calls(const std::string& operation = {}) const;
 
  private:
@@ -55,6 +60,7 @@ class FaultPlan {
   int total_calls_ = 0;
   Injector injector_;
   StreamHook stream_hook_;
+  AfterBatchHook after_batch_;
 };
 
 // Common statuses for fault plans.

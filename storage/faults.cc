@@ -50,6 +50,20 @@ void FaultPlan::SetInjector(Injector injector) {
   injector_ = std::move(injector);
 }
 
+void FaultPlan::SetAfterBatchHook(AfterBatchHook hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  after_batch_ = std::move(hook);
+}
+
+void FaultPlan::AfterBatch() {
+  AfterBatchHook hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hook = after_batch_;
+  }
+  if (hook) hook();
+}
+
 void FaultPlan::SetStreamHook(StreamHook hook) {
   std::lock_guard<std::mutex> lock(mu_);
   stream_hook_ = std::move(hook);
@@ -61,6 +75,7 @@ void FaultPlan::Clear() {
   rules_.clear();
   injector_ = nullptr;
   stream_hook_ = nullptr;
+  after_batch_ = nullptr;
 }
 
 Status FaultPlan::CheckStream(uint64_t offset) {
@@ -261,7 +276,11 @@ class FaultyTableStore : public TableStore {
                                    BatchError* error) override {
     bool after = false;
     Status fault = plan_->Check("ExecuteBatch", &after);
-    if (fault.ok()) return inner_.ExecuteBatch(table, operations, error);
+    if (fault.ok()) {
+      auto r = inner_.ExecuteBatch(table, operations, error);
+      if (r.ok()) plan_->AfterBatch();
+      return r;
+    }
     if (after) inner_.ExecuteBatch(table, operations, nullptr).status().PermitUnchecked();
     if (error != nullptr) *error = BatchError{fault, -1};
     return fault;

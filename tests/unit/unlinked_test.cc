@@ -1,6 +1,8 @@
 // Files unlinked (or renamed over) while open on this mount, a new file of
 // the same name, and opens racing a rename over their target (issue 14).
+#include <atomic>
 #include <cerrno>
+#include <thread>
 
 #include "fs/errno_map.h"
 #include "file_data_fixture.h"
@@ -129,6 +131,38 @@ TEST_F(UnlinkedTest, UnlinkThenCreateOfTheSameNameWithCommitAsync) {
 TEST_F(UnlinkedTest, UnlinkThenExclusiveCreateOfTheSameNameWithCommitAsync) {
   async_threads_ = 0;
   UnlinkThenCreateTheSameName(true);
+}
+
+// SQLite's -wal in WAL mode (e2e unlinked): one process unlinks the file
+// while another, holding it open, closes it. A close whose commit finds the
+// entry gone after the unlink's transaction landed, before the unlink was
+// recorded, took the name as removed by another mount: a conflict copy, and
+// the close failed. It is this mount's unlink: the data goes with the name.
+TEST_F(UnlinkedTest, ACloseRacingAnUnlinkOfItsFileDropsTheDataWithoutAConflict) {
+  Mount m = NewMount("a");
+  Commit(m, "f", Pattern(300, 1));
+  uint64_t ino = OpenExisting(m, "f", true);
+  Write(m, ino, "changed", 0);
+  std::atomic<bool> closed{false};
+  Status close_status;
+  std::thread closer;
+  plan_->SetAfterBatchHook([&] {
+    plan_->SetAfterBatchHook(nullptr);  // the unlink's transaction, once
+    now_ms_ += 60000;  // the close reads the entry from the table: gone
+    closer = std::thread([&] {
+      close_status = m.data->Flush(ino);
+      closed = true;
+    });
+    // The close runs inside the window (it waits for the unlink with the fix).
+    for (int i = 0; i < 50 && !closed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  });
+  ASSERT_TRUE(Unlink(m, "f").ok());
+  closer.join();
+  EXPECT_TRUE(close_status.ok()) << close_status.ToString();
+  EXPECT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(ConflictCopies(m), 0);
+  EXPECT_TRUE(BlobGone("f"));
+  EXPECT_FALSE(InTable("/", "f"));
 }
 
 // A rename over a file open here (an atomic save while a reader holds the
