@@ -252,9 +252,7 @@ Result<Attr> Namespace::WithDirectoryAttrs(const std::string& path, Attr attr) {
   DirSummary summary = *s;
   // This mount's files created here and not committed yet (commit=async)
   // count as created: their commit stamps "touched" with the same time.
-  for (const Entity& e : PendingIn(PartitionKeyForDirectory(path))) {
-    summary.touched = std::max(summary.touched, e.GetInt64(kCreatedProperty));
-  }
+  summary.touched = std::max(summary.touched, PendingCreatedIn(PartitionKeyForDirectory(path)));
   return summary.ApplyTo(attr);
 }
 
@@ -691,11 +689,14 @@ Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
   STAMPFS_RETURN_IF_ERROR(path);
   auto entities = FetchListing(*path);
   STAMPFS_RETURN_IF_ERROR(entities);
-  for (Entity& e : PendingIn(PartitionKeyForDirectory(*path))) {
+  std::vector<Entity> pending = PendingIn(PartitionKeyForDirectory(*path));
+  if (!pending.empty()) {
     // A name the table already has (another mount's) shows once: the table's.
-    bool shadowed = std::any_of(entities->begin(), entities->end(),
-                                [&](const Entity& t) { return t.row_key == e.row_key; });
-    if (!shadowed) entities->push_back(std::move(e));
+    std::unordered_set<std::string> listed;
+    for (const Entity& t : *entities) listed.insert(t.row_key);
+    for (Entity& e : pending) {
+      if (!listed.count(e.row_key)) entities->push_back(std::move(e));
+    }
   }
   std::vector<DirEntry> out;
   out.reserve(entities->size());

@@ -418,6 +418,9 @@ class Namespace {
   Result<Attr> CreateDeferred(uint64_t parent, const Located& loc, const Attr& attr);
   std::optional<Entity> PendingEntry(const std::string& pk, const std::string& rk);
   std::vector<Entity> PendingIn(const std::string& pk);
+  bool AnyPendingIn(const std::string& pk);
+  // The latest kCreatedProperty of the directory's pending entries (0: none).
+  int64_t PendingCreatedIn(const std::string& pk);
   Result<Entity> InsertPending(uint64_t ino, std::unique_lock<std::mutex>& lock);
   void WaitNotInFlight(uint64_t ino, std::unique_lock<std::mutex>& lock);
   std::optional<Result<Entity>> ChangePending(uint64_t ino,
@@ -494,6 +497,18 @@ class Namespace {
   std::mutex pending_mu_;  // after rename_mu_, before any stripe; inserts run outside it
   std::condition_variable pending_cv_;   // an insert finished
   std::map<uint64_t, Pending> pending_;  // by inode  GUARDED_BY(pending_mu_)
+  // pending_ by (PartitionKey, RowKey): a name, or a directory's pending
+  // files, found without a scan (a directory of thousands of pending files
+  // made every create and getattr of it linear). Always pending_'s keys.
+  using PendingName = std::pair<std::string, std::string>;
+  std::map<PendingName, uint64_t> pending_names_;  // GUARDED_BY(pending_mu_)
+  // REQUIRES: pending_mu_. The only ways pending_ gains or loses an entry.
+  void AddPendingLocked(uint64_t ino, Pending p);
+  void ErasePendingLocked(std::map<uint64_t, Pending>::iterator it);
+  // REQUIRES: pending_mu_. 0 when no pending entry has that name.
+  uint64_t PendingInoLocked(const std::string& pk, const std::string& rk) const;
+  template <typename Fn>  // fn(const Pending&) for each pending entry of `pk`
+  void ForEachPendingLocked(const std::string& pk, Fn fn) const;
   // Operations waiting to share a transaction, by directory path.
   struct GroupSlot;
   std::mutex groups_mu_;  // after a stripe

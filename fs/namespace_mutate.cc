@@ -149,7 +149,7 @@ Status Namespace::Rmdir(uint64_t parent, const std::string& name) {
 // The "." ETag of an empty directory ("" when the "." row is already gone:
 // an unfinished rmdir), or kNotEmpty.
 Result<std::string> Namespace::CheckEmpty(const std::string& pk) {
-  if (!PendingIn(pk).empty()) return Status(Code::kNotEmpty, "directory not empty");
+  if (AnyPendingIn(pk)) return Status(Code::kNotEmpty, "directory not empty");
   QueryOptions q;
   q.filter = FilterPartition(pk);
   q.top = 2;

@@ -12,11 +12,37 @@
 // CheckEmpty). Another mount sees the file after its first commit, as it
 // sees data after close (docs/semantics.md). Lock order: rename_mu_, then
 // pending_mu_, then a directory stripe; inserts run outside pending_mu_.
+#include <algorithm>
+
 #include "fs/names.h"
 #include "fs/namespace.h"
 #include "storage/table_keys.h"
 
 namespace stampfs {
+
+void Namespace::AddPendingLocked(uint64_t ino, Pending p) {
+  pending_names_[{p.entry.partition_key, p.entry.row_key}] = ino;
+  pending_[ino] = std::move(p);
+}
+
+void Namespace::ErasePendingLocked(std::map<uint64_t, Pending>::iterator it) {
+  auto name = pending_names_.find({it->second.entry.partition_key, it->second.entry.row_key});
+  if (name != pending_names_.end() && name->second == it->first) pending_names_.erase(name);
+  pending_.erase(it);
+}
+
+uint64_t Namespace::PendingInoLocked(const std::string& pk, const std::string& rk) const {
+  auto it = pending_names_.find({pk, rk});
+  return it == pending_names_.end() ? 0 : it->second;
+}
+
+template <typename Fn>
+void Namespace::ForEachPendingLocked(const std::string& pk, Fn fn) const {
+  for (auto it = pending_names_.lower_bound({pk, std::string()});
+       it != pending_names_.end() && it->first.first == pk; ++it) {
+    fn(pending_.at(it->second));
+  }
+}
 
 bool Namespace::IsPending(uint64_t ino) {
   std::lock_guard<std::mutex> lock(pending_mu_);
@@ -34,19 +60,31 @@ std::optional<Attr> Namespace::PendingAttr(uint64_t ino) {
 
 std::optional<Entity> Namespace::PendingEntry(const std::string& pk, const std::string& rk) {
   std::lock_guard<std::mutex> lock(pending_mu_);
-  for (const auto& [ino, p] : pending_) {
-    if (p.entry.partition_key == pk && p.entry.row_key == rk) return p.entry;
-  }
-  return std::nullopt;
+  const uint64_t ino = PendingInoLocked(pk, rk);
+  if (ino == 0) return std::nullopt;
+  return pending_.at(ino).entry;
 }
 
 std::vector<Entity> Namespace::PendingIn(const std::string& pk) {
   std::lock_guard<std::mutex> lock(pending_mu_);
   std::vector<Entity> out;
-  for (const auto& [ino, p] : pending_) {
-    if (p.entry.partition_key == pk) out.push_back(p.entry);
-  }
+  ForEachPendingLocked(pk, [&](const Pending& p) { out.push_back(p.entry); });
   return out;
+}
+
+bool Namespace::AnyPendingIn(const std::string& pk) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  auto it = pending_names_.lower_bound({pk, std::string()});
+  return it != pending_names_.end() && it->first.first == pk;
+}
+
+int64_t Namespace::PendingCreatedIn(const std::string& pk) {
+  std::lock_guard<std::mutex> lock(pending_mu_);
+  int64_t latest = 0;
+  ForEachPendingLocked(pk, [&](const Pending& p) {
+    latest = std::max(latest, p.entry.GetInt64(kCreatedProperty));
+  });
+  return latest;
 }
 
 Result<Attr> Namespace::CreateDeferred(uint64_t parent, const Located& loc, const Attr& attr) {
@@ -71,7 +109,7 @@ Result<Attr> Namespace::CreateDeferred(uint64_t parent, const Located& loc, cons
   }
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
-    pending_[attr.ino] = {entry, loc.parent_path, false};
+    AddPendingLocked(attr.ino, {entry, loc.parent_path, false});
   }
   inodes_.Remember(attr.ino, parent, loc.name, false);
   return attr;
@@ -122,7 +160,7 @@ Result<Entity> Namespace::InsertPending(uint64_t ino, std::unique_lock<std::mute
   it = pending_.find(ino);
   if (it != pending_.end()) {
     it->second.in_flight = false;
-    if (out.ok()) pending_.erase(it);
+    if (out.ok()) ErasePendingLocked(it);
   }
   pending_cv_.notify_all();
   return out;
@@ -158,20 +196,17 @@ std::optional<Result<Entity>> Namespace::ChangePending(uint64_t ino,
 std::optional<FileState> Namespace::DropPending(const std::string& pk, const std::string& rk,
                                                 const std::string& path) {
   std::unique_lock<std::mutex> lock(pending_mu_);
-  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-    if (it->second.entry.partition_key != pk || it->second.entry.row_key != rk) continue;
-    const uint64_t ino = it->first;
-    WaitNotInFlight(ino, lock);
-    it = pending_.find(ino);
-    if (it == pending_.end()) return std::nullopt;  // inserted meanwhile
-    auto state = FileStateOf(it->second.entry, path);
-    Removed(ino, &it->second.entry);
-    pending_.erase(it);
-    if (!state.ok()) return std::nullopt;
-    state->blob.clear();
-    return *state;
-  }
-  return std::nullopt;
+  const uint64_t ino = PendingInoLocked(pk, rk);
+  if (ino == 0) return std::nullopt;
+  WaitNotInFlight(ino, lock);
+  auto it = pending_.find(ino);
+  if (it == pending_.end()) return std::nullopt;  // inserted meanwhile
+  auto state = FileStateOf(it->second.entry, path);
+  Removed(ino, &it->second.entry);
+  ErasePendingLocked(it);
+  if (!state.ok()) return std::nullopt;
+  state->blob.clear();
+  return *state;
 }
 
 void Namespace::AbandonPending(uint64_t ino) {
@@ -180,7 +215,7 @@ void Namespace::AbandonPending(uint64_t ino) {
   auto it = pending_.find(ino);
   if (it == pending_.end()) return;
   Removed(ino, &it->second.entry);
-  pending_.erase(it);
+  ErasePendingLocked(it);
 }
 
 // Inserts every pending entry (before a rename, which may move them or
@@ -210,10 +245,8 @@ std::optional<Status> Namespace::RenamePending(const Located& from, uint64_t new
   const std::string pk = PartitionKeyForDirectory(from.parent_path);
   const std::string rk = RowKeyForName(from.name);
   auto find = [&]() -> uint64_t {
-    for (const auto& [ino, p] : pending_) {
-      if (p.entry.partition_key == pk && p.entry.row_key == rk && !p.in_flight) return ino;
-    }
-    return 0;
+    const uint64_t ino = PendingInoLocked(pk, rk);
+    return ino != 0 && !pending_.at(ino).in_flight ? ino : 0;
   };
   {
     std::lock_guard<std::mutex> lock(pending_mu_);
@@ -228,13 +261,16 @@ std::optional<Status> Namespace::RenamePending(const Located& from, uint64_t new
   std::lock_guard<std::mutex> lock(pending_mu_);
   const uint64_t ino = find();
   if (ino == 0) return std::nullopt;  // inserted meanwhile (its commit ran)
-  Pending& p = pending_[ino];
+  auto node = pending_.find(ino);
+  Pending p = node->second;
+  ErasePendingLocked(node);
   p.entry.partition_key = PartitionKeyForDirectory(to.parent_path);
   p.entry.row_key = RowKeyForName(to.name);
   SetEntryName(to.name, &p.entry);
   p.entry.properties["ctime"] = NowNs();
   p.entry.properties["blob"] = BlobNameFor(to.path);
   p.dir_path = to.parent_path;
+  AddPendingLocked(ino, std::move(p));
   inodes_.Move(ino, new_parent, to.name);
   if (moved) *moved = ino;
   return Status::Ok();
