@@ -169,6 +169,14 @@ class FileData {
   // Before a rename over `ino`, which overwrites its blob: an open file's
   // data is made local (Unlinked after the rename keeps it).
   void BeforeRemoval(uint64_t ino);
+  // Before rename(parent/name -> new_parent/new_name) (fs/fuse_ops.cc). With
+  // async_commit, commits queued changes of what moves: a directory's files
+  // (all), the source (unless it is a create not committed yet, which moves
+  // in memory), a regular target; for an exchange both, new files included,
+  // so that no pipeline commit runs against the half-done exchange. Returns
+  // the regular file the rename will replace (BeforeRemoval done), else 0.
+  uint64_t BeforeRename(uint64_t parent, const std::string& name, uint64_t new_parent,
+                        const std::string& new_name, bool exchange);
   void DeleteBlobWhenUnused(uint64_t ino, const std::string& blob,
                             const Condition& cond = Condition::None());
   // Commits what the dirty journal holds from an earlier run (after a crash),

@@ -229,34 +229,6 @@ void OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   fuse_reply_err(req, 0);
 }
 
-// commit=async: a rename moves committed rows and blobs, so what is queued
-// under the source is committed first: a directory's whole queue, or the
-// file's own changes (a file not committed yet is renamed in memory). A
-// file the rename would replace: its queued changes are committed too (the
-// rename decides whether they are replaced), and while it is open its data
-// is made local before the copy overwrites its blob. Returns the inode the
-// target names (0: none, or not a regular file). An exchange removes
-// nothing: the target's queued changes are committed, and that is all.
-uint64_t BeforeRename(FsContext& c, uint64_t parent, const char* name, uint64_t newparent,
-                      const char* newname, bool exchange) {
-  auto src = c.ns->Peek(parent, name);
-  if (!src.ok()) return 0;  // the rename reports it
-  if (c.data->async() && src->IsDir()) {
-    c.data->SyncAll().PermitUnchecked();
-  } else if (c.data->async() && src->IsRegular() && !c.ns->IsPending(src->ino) &&
-             c.data->Pending(src->ino)) {
-    c.data->Sync(src->ino).PermitUnchecked();
-  }
-  auto dst = c.ns->Peek(newparent, newname);
-  if (!dst.ok() || !dst->IsRegular() || dst->ino == src->ino) return 0;
-  if (c.data->async() && !c.ns->IsPending(dst->ino) && c.data->Pending(dst->ino)) {
-    c.data->Sync(dst->ino).PermitUnchecked();
-  }
-  if (exchange) return 0;
-  c.data->BeforeRemoval(dst->ino);
-  return dst->ino;
-}
-
 void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent,
               const char* newname, unsigned int flags) {
   FsContext& c = Ctx(req);
@@ -267,7 +239,7 @@ void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
   if (flags & RENAME_NOREPLACE) f |= Namespace::kNoReplace;
   if (flags & RENAME_EXCHANGE) f |= Namespace::kExchange;
   const bool exchange = (flags & RENAME_EXCHANGE) != 0;
-  const uint64_t target = BeforeRename(c, parent, name, newparent, newname, exchange);
+  const uint64_t target = c.data->BeforeRename(parent, name, newparent, newname, exchange);
   uint64_t moved = 0;
   auto orphans = c.ns->Rename(parent, name, newparent, newname, f, &moved);
   if (!orphans.ok()) return ReplyError(req, orphans.status(), "rename");

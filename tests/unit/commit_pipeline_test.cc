@@ -65,6 +65,32 @@ TEST_F(CommitPipelineTest, CloseSendsNothingAndTheDueCommitIsOnePutAndOneTransac
   EXPECT_EQ(st->attr.mode & 07777, 0640u);
 }
 
+// RENAME_EXCHANGE of a committed file and a new one whose commit is queued
+// (e2e namespace under load: a conflict copy). A pipeline commit that ran
+// while the exchange put the blobs back wrote the new file's data to the
+// blob name the other file's data was moving to. Before an exchange both
+// files' queued changes are committed, new files included.
+TEST_F(CommitPipelineTest, AnExchangeCommitsBothFilesFirstAndMakesNoConflictCopy) {
+  Mount m = NewMount("a");
+  const uint64_t x = Redirect(m, kRootIno, "x", "keep");
+  Advance(600);
+  ASSERT_EQ(m.data->CommitDue(), 1u);
+  const uint64_t z = Redirect(m, kRootIno, "z", "src");
+  ASSERT_TRUE(m.ns->IsPending(z));
+  ASSERT_TRUE(m.data->Pending(z));
+  EXPECT_EQ(m.data->BeforeRename(kRootIno, "z", kRootIno, "x", true), 0u);
+  EXPECT_FALSE(m.data->Pending(z)) << "committed before the exchange";
+  EXPECT_FALSE(m.data->Pending(x));
+  ASSERT_TRUE(m.ns->Rename(kRootIno, "z", kRootIno, "x", Namespace::kExchange).ok());
+  m.data->Renamed(x);
+  m.data->Renamed(z);
+  Advance(600);
+  m.data->CommitDue();
+  EXPECT_EQ(Blob("x"), "src");
+  EXPECT_EQ(Blob("z"), "keep");
+  EXPECT_EQ(ConflictCopies(m), 0);
+}
+
 TEST_F(CommitPipelineTest, AFileRewrittenBeforeItsCommitIsUploadedOnce) {
   Mount m = NewMount("a");
   uint64_t ino = Redirect(m, kRootIno, "f", Pattern(3000, 1));

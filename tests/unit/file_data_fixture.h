@@ -152,6 +152,17 @@ class FileDataTest : public ::testing::Test {
 
   Mount ColdReader(const std::string& content, uint64_t* ino, uint64_t capacity = 64ull << 20);
 
+  // Conflict copies in the root directory, as `m` lists it.
+  int ConflictCopies(Mount& m) {
+    auto listing = m.ns->ReadDir(kRootIno);
+    EXPECT_TRUE(listing.ok());
+    int copies = 0;
+    for (const DirEntry& e : listing.ok() ? *listing : std::vector<DirEntry>{}) {
+      if (e.name.find(".conflict-") != std::string::npos) copies++;
+    }
+    return copies;
+  }
+
   // Writes and commits `content` as a new file through `m`.
   void Commit(Mount& m, const std::string& name, const std::string& content) {
     uint64_t ino = Create(m, name);

@@ -30,15 +30,6 @@ class UnlinkedTest : public DeferredCreateTest {
     m.data->Unlinked(gone->attr.ino, gone->blob, gone->blob_etag);
     return Status::Ok();
   }
-  int ConflictCopies(Mount& m) {
-    auto listing = m.ns->ReadDir(kRootIno);
-    EXPECT_TRUE(listing.ok());
-    int copies = 0;
-    for (const DirEntry& e : listing.ok() ? *listing : std::vector<DirEntry>{}) {
-      if (e.name.find(".conflict-") != std::string::npos) copies++;
-    }
-    return copies;
-  }
   // The open/unlink/read/write/fstat/ftruncate/fsync/close sequence of a
   // build tool's temporary file, on a cold cache (nothing read yet).
   void UnlinkedOpenFileSequence() {
