@@ -74,6 +74,10 @@ check "the blob exists right after sync DIR" blob_exists loop/dirsynced
 
 section "kill -9 with commits queued loses nothing closed"
 e2e_unmount "$M2"
+# A delay no load can outlast: the files are still queued at the kill.
+e2e_unmount "$M"
+E2E_MOUNT_OPTS="commit=async,commit_delay=60" E2E_CACHE=$first_cache
+e2e_mount
 for i in 1 2 3; do printf 'killed %d\n' "$i" >"$M/k$i"; done
 chmod 600 "$M/k2"
 mkdir -p "$M/kd" && printf 'nested\n' >"$M/kd/n"
@@ -81,6 +85,7 @@ check "queued before the kill" eval '(( $(e2e_stat_value "$M" commits.queued) >=
 e2e_kill9
 check "nothing of them reached the container yet" eval '! blob_names | grep -qx k1'
 E2E_CACHE=$first_cache
+E2E_MOUNT_OPTS="commit=async,commit_delay=2"
 e2e_mount
 check "k1 back after the remount" grep -qx 'killed 1' "$M/k1"
 check "kd/n back" grep -qx nested "$M/kd/n"
