@@ -307,12 +307,15 @@ void FileData::Closed(const FilePtr& fp, Lock& lock) {
   }
   std::string orphan = f.delete_on_close;
   const Condition orphan_condition = f.delete_condition;
+  const bool drop_record = f.drop_record;
   Unload(f);
   f.delete_on_close.clear();
+  f.drop_record = false;
   lock.unlock();
   EraseIfUnused(f.ino, fp);
   ns_.Unpin(f.ino);
   if (!orphan.empty()) DeleteOrphan(orphan, orphan_condition);
+  if (drop_record) ns_.DropInodeRecord(f.ino);
 }
 
 Status FileData::Truncate(uint64_t ino, uint64_t size) {
@@ -405,7 +408,14 @@ void FileData::BlobMoved(const BlobMove& move) {
   }
 }
 
-void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string& etag) {
+void FileData::Unlinked(const FileState& gone) {
+  if (gone.attr.IsRegular() && gone.names_left == 0) {
+    Unlinked(gone.attr.ino, gone.blob, gone.blob_etag, gone.inode_record);
+  }
+}
+
+void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string& etag,
+                        bool inode_record) {
   // The version the entry named; without one, this mount's commit of it
   // (whose entry merge did not land).
   std::string version = etag;
@@ -419,12 +429,14 @@ void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string
       f->unlinked = true;
       lock.unlock();
       if (!blob.empty() && !version.empty()) DeleteVersion(blob, version);
+      if (inode_record) ns_.DropInodeRecord(ino);
       return;
     }
   }
   if (!blob.empty() && !version.empty()) {
-    return DeleteBlobWhenUnused(ino, blob, Condition::IfMatch(version));
+    return DeleteBlobWhenUnused(ino, blob, Condition::IfMatch(version), inode_record);
   }
+  if (inode_record) ns_.DropInodeRecord(ino);
   // A new file never committed: no blob to delete (the name may be another
   // mount's by now), but its journal must not outlive the name, or a replay
   // after a crash would create the file again.
@@ -483,24 +495,28 @@ void FileData::DeleteVersion(const std::string& blob, const std::string& version
   LogWarning(blob + ": the blob of a removed file may be left (version " + version + ")");
 }
 
-void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob, const Condition& cond) {
+void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob, const Condition& cond,
+                                    bool inode_record) {
   if (FilePtr f = Find(ino)) {
     Lock lock(f->mu);
     if (f->loaded) {
       DropChanges(*f).PermitUnchecked();  // its name is gone: nothing to commit
       f->delete_on_close = blob;
       f->delete_condition = cond;
+      f->drop_record = inode_record;
       if (f->refs > 0) return;  // deleted after the last close
       // Kept loaded after a failed commit and unused: drop it now.
       WaitIdle(*f, lock);
       Unload(*f);
       f->delete_on_close.clear();
+      f->drop_record = false;  // dropped below
       lock.unlock();
       EraseIfUnused(ino, f);
       ns_.Unpin(ino);
     }
   }
   DeleteOrphan(blob, cond);
+  if (inode_record) ns_.DropInodeRecord(ino);
 }
 
 void FileData::DeleteOrphan(const std::string& blob, const Condition& cond) {

@@ -233,6 +233,24 @@ class RenameFixture : public ::testing::Test {
     return calls;
   }
 
+  // RunCrashingAt at every call `run` makes (first k = 0: no crash, which
+  // must make more than `min_calls`), then `check` of what each left.
+  void AtEveryCrashPoint(bool after_call, int min_calls,
+                         const std::function<void(Namespace&)>& setup,
+                         const std::function<Status(Namespace&)>& run,
+                         const std::function<void()>& check) {
+    int calls = 0;
+    for (int k = 0; k == 0 || k <= calls; ++k) {
+      SCOPED_TRACE("crash at call " + std::to_string(k) + " of " + std::to_string(calls));
+      const int made = RunCrashingAt(k, after_call, setup, run);
+      if (k == 0) {
+        calls = made;
+        ASSERT_GT(calls, min_calls);
+      }
+      check();
+    }
+  }
+
   std::unique_ptr<TableStore> table_;
   std::unique_ptr<BlobStore> blobs_;
   std::shared_ptr<FaultPlan> plan_;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "fs/errno_map.h"
+#include "fs/hard_links.h"
 #include "file_data_fixture.h"
 
 namespace stampfs {
@@ -27,7 +28,7 @@ class UnlinkedTest : public DeferredCreateTest {
   Status Unlink(Mount& m, const std::string& name) {
     auto gone = m.ns->Unlink(kRootIno, name);
     if (!gone.ok()) return gone.status();
-    m.data->Unlinked(gone->attr.ino, gone->blob, gone->blob_etag);
+    m.data->Unlinked(*gone);  // as fs/fuse_ops.cc OnUnlink
     return Status::Ok();
   }
   int ConflictCopies(Mount& m) {
@@ -38,6 +39,32 @@ class UnlinkedTest : public DeferredCreateTest {
       if (e.name.find(".conflict-") != std::string::npos) copies++;
     }
     return copies;
+  }
+  // Through the descriptor of a file with no name left (`expect`: its
+  // data): fstat (st_nlink 0), read, write, ftruncate, fchmod, fsync, read,
+  // close.
+  void UseWithNoNameLeft(Mount& m, uint64_t ino, std::string expect) {
+    Attr st = Fstat(m, ino);
+    EXPECT_EQ(ToStat(st).st_nlink, 0u);
+    EXPECT_EQ(st.size, expect.size());
+    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
+    const std::string more = "written with no name left";
+    Write(m, ino, more, 10);
+    expect.replace(10, more.size(), more);
+    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
+    ASSERT_TRUE(m.data->Truncate(ino, 3 * kBlock).ok());
+    expect.resize(3 * kBlock);
+    EXPECT_EQ(Fstat(m, ino).size, expect.size());
+    EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 0u);
+    SetAttrRequest chmod;
+    chmod.mode = 0600;
+    auto changed = m.data->SetAttr(ino, chmod);
+    ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+    EXPECT_EQ(Fstat(m, ino).mode & 07777, 0600u);
+    EXPECT_TRUE(m.data->Sync(ino).ok());
+    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
+    EXPECT_TRUE(m.data->Flush(ino).ok());
+    EXPECT_TRUE(m.data->Release(ino).ok());
   }
   // The open/unlink/read/write/fstat/ftruncate/fsync/close sequence of a
   // build tool's temporary file, on a cold cache (nothing read yet).
@@ -54,27 +81,7 @@ class UnlinkedTest : public DeferredCreateTest {
     ASSERT_TRUE(Unlink(m, "f").ok());
     EXPECT_TRUE(BlobGone("f")) << "its data lives in the cache alone now";
     EXPECT_TRUE(m.ns->Lookup(kRootIno, "f").status().Is(Code::kNotFound));
-    Attr st = Fstat(m, ino);
-    EXPECT_EQ(ToStat(st).st_nlink, 0u);
-    EXPECT_EQ(st.size, content.size());
-    EXPECT_EQ(ReadAll(m, ino, content.size()), content);
-    Write(m, ino, "written after the unlink", 10);
-    std::string expect = content;
-    expect.replace(10, 24, "written after the unlink");
-    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
-    ASSERT_TRUE(m.data->Truncate(ino, 3 * kBlock).ok());
-    expect.resize(3 * kBlock);
-    EXPECT_EQ(Fstat(m, ino).size, expect.size());
-    EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 0u);
-    SetAttrRequest chmod;
-    chmod.mode = 0600;
-    auto changed = m.data->SetAttr(ino, chmod);
-    ASSERT_TRUE(changed.ok()) << changed.status().ToString();
-    EXPECT_EQ(Fstat(m, ino).mode & 07777, 0600u);
-    EXPECT_TRUE(m.data->Sync(ino).ok());
-    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
-    EXPECT_TRUE(m.data->Flush(ino).ok());
-    EXPECT_TRUE(m.data->Release(ino).ok());
+    UseWithNoNameLeft(m, ino, content);
     EXPECT_TRUE(m.data->Release(ino).ok());
     m.data->CommitDue();
     EXPECT_TRUE(BlobGone("f")) << "nothing written after the unlink was committed";
@@ -102,6 +109,78 @@ class UnlinkedTest : public DeferredCreateTest {
     auto attr = m.ns->Lookup(kRootIno, "db-wal");
     ASSERT_TRUE(attr.ok());
     EXPECT_EQ(attr->ino, new_ino);
+  }
+  size_t InodeRecords() {
+    auto rows = raw_table_->QueryPartition(kTable, kInodesPartition);
+    return rows.ok() ? rows->size() : 999;
+  }
+  size_t Blobs() {
+    auto listing = raw_blobs_->ListBlobs(kContainer, {});
+    return listing.ok() ? listing->blobs.size() : 999;
+  }
+  // A committed file "f" (a block blob) with the names "g" and "h" linked to
+  // it, written by another mount: `m` reads it cold. Returns the inode.
+  uint64_t LinkedFile(const std::string& content) {
+    Mount writer = NewMount("writer");
+    Commit(writer, "f", content);
+    writer.data->CommitDue();
+    auto f = writer.ns->Lookup(kRootIno, "f");
+    EXPECT_TRUE(f.ok());
+    if (!f.ok()) return 0;
+    EXPECT_TRUE(writer.ns->Link(f->ino, kRootIno, "g").ok());
+    EXPECT_TRUE(writer.ns->Link(f->ino, kRootIno, "h").ok());
+    return f->ino;
+  }
+  // A hard-linked file open through one name while every name goes, the
+  // blob's name ("f") neither first nor last: it works through its
+  // descriptor (st_nlink counting down to 0) until its last close, then the
+  // record and the blob are gone, with no conflict copy.
+  void LinkedOpenFileSequence(bool last_by_rename) {
+    const std::string content = Pattern(5 * kBlock + 123, 7);
+    const uint64_t ino = LinkedFile(content);
+    Mount m = NewMount("reader");
+    ASSERT_EQ(OpenExisting(m, "g"), ino);
+    EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 3u);
+    ASSERT_TRUE(Unlink(m, "g").ok()) << "the name it was opened by";
+    EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 2u);
+    Write(m, ino, "through g", 0);
+    std::string expect = content;
+    expect.replace(0, 9, "through g");
+    ASSERT_TRUE(m.data->Sync(ino).ok());
+    ASSERT_TRUE(Unlink(m, "f").ok()) << "the blob's name: it moves to h";
+    EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 1u);
+    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
+    Write(m, ino, "after f", 100);
+    expect.replace(100, 7, "after f");
+    ASSERT_TRUE(m.data->Sync(ino).ok());
+    {
+      Mount other = NewMount("other");
+      EXPECT_EQ(ReadFile(other, kRootIno, "h"), expect) << "h keeps the data";
+    }
+    EXPECT_EQ(ConflictCopies(m), 0);
+    if (last_by_rename) {
+      Commit(m, "tmp", "the new h");
+      m.data->CommitDue();
+      m.data->BeforeRemoval(ino);  // as fs/fuse_ops.cc OnRename
+      auto orphans = m.ns->Rename(kRootIno, "tmp", kRootIno, "h", 0);
+      ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
+      ASSERT_TRUE(m.ns->RemovedHere(ino));
+      m.data->Unlinked(ino, "", "");
+      for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
+    } else {
+      ASSERT_TRUE(Unlink(m, "h").ok()) << "the last name";
+      EXPECT_TRUE(m.ns->Lookup(kRootIno, "h").status().Is(Code::kNotFound));
+    }
+    EXPECT_EQ(InodeRecords(), 0u);
+    UseWithNoNameLeft(m, ino, expect);
+    m.data->CommitDue();
+    EXPECT_EQ(InodeRecords(), 0u);
+    EXPECT_EQ(Blobs(), last_by_rename ? 1u : 0u) << "the new h's alone";
+    if (last_by_rename) {
+      EXPECT_EQ(Blob("h"), "the new h");
+    }
+    EXPECT_EQ(ConflictCopies(m), 0);
+    EXPECT_TRUE(m.blocks->Journaled().empty());
   }
 };
 
@@ -243,6 +322,20 @@ TEST_F(UnlinkedTest, XattrsOfAnUnlinkedOpenFileWorkThroughItsDescriptor) {
   EXPECT_TRUE(m.data->Release(ino).ok());
   m.ns->Forget(ino, 2);  // the create's and the open's lookups
   EXPECT_FALSE(m.ns->GetXattr(ino, "user.after").ok()) << "gone after the last close";
+}
+
+TEST_F(UnlinkedTest, AHardLinkedFileOpenWhileItsNamesGoWorksUntilItsLastCloseWithCommitClose) {
+  LinkedOpenFileSequence(false);
+}
+
+TEST_F(UnlinkedTest, AHardLinkedFileOpenWhileItsNamesGoWorksUntilItsLastCloseWithCommitAsync) {
+  async_threads_ = 0;
+  commit_delay_ms_ = 0;
+  LinkedOpenFileSequence(false);
+}
+
+TEST_F(UnlinkedTest, AHardLinkedFileOpenWhileItsLastNameIsRenamedOverWorksUntilItsLastClose) {
+  LinkedOpenFileSequence(true);
 }
 
 }  // namespace
