@@ -16,7 +16,8 @@
 #     mode 0 (EOPNOTSUPP), link of a directory (EPERM);
 #   - a directory's st_nlink is 2 + its subdirectories, also after a cold
 #     remount;
-#   - ctime moves with chmod, ftruncate and rename, seen at once;
+#   - ctime moves with chmod, chown, utimens, setfattr, an append, ftruncate,
+#     rename, ln and the rm of another name, seen at once;
 #   - a directory's mtime stays when a child's attributes or data change, and
 #     stat answers the same before and after listing it;
 #   - tar -cf of a tree right after a cold remount exits 0, also after chmod,
@@ -159,6 +160,13 @@ check "ftruncate shows its ctime with its mtime, at once" eval '
   sleep 1.1; perl -e "open(my \$f, q(+<), \$ARGV[0]) or die; truncate(\$f, 2) or die;
     my @s = stat(\$f); exit(\$s[10] >= \$s[9] && \$s[9] > 1000000000 ? 0 : 1)" "$M/t"'
 check "rename moves the renamed entry's ctime" eval 'c0=$(stat -c %Z "$M/t"); sleep 1.1; mv "$M/t" "$M/t2"; (( $(stat -c %Z "$M/t2") > c0 ))'
+check "an append moves ctime at once" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; echo more >> "$M/t2"; (( $(stat -c %Z "$M/t2") > c0 ))'
+check "chown moves ctime at once" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; chown 7:8 "$M/t2"; (( $(stat -c %Z "$M/t2") > c0 ))'
+check "touch (utimens) moves ctime at once" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; touch -d @1100000000 "$M/t2"; (( $(stat -c %Z "$M/t2") > c0 ))'
+check "setfattr moves ctime at once" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; setfattr -n user.k -v v "$M/t2"; (( $(stat -c %Z "$M/t2") > c0 ))'
+check "ln moves the file's ctime at once, on every name" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; ln "$M/t2" "$M/t3";
+  (( $(stat -c %Z "$M/t2") > c0 && $(stat -c %Z "$M/t3") > c0 ))'
+check "rm of one name moves the other's ctime at once" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; rm "$M/t3"; (( $(stat -c %Z "$M/t2") > c0 ))'
 
 section "directory times tar can trust"
 run "a tree" eval 'mkdir -p "$M/w/x/y" && for i in 1 2 3; do echo $i > "$M/w/f$i"; echo $i > "$M/w/x/g$i"; done && touch -d @1200000000 "$M/w/x"'

@@ -2,6 +2,7 @@
 // unlink and rename of the blob's name, fsck, and a crash at every storage
 // call of a link and of an unlink leaving every name readable.
 #include "fs/hard_links.h"
+#include "fs/import.h"
 #include "tests/unit/rename_fixture.h"
 
 namespace stampfs {
@@ -80,6 +81,22 @@ TEST_F(LinkTest, RefusalsLeaveTheCountAlone) {
   EXPECT_EQ(Nlink(*m.ns, "/a/x"), 2u);
   FsckReport r = Fsck(false);
   EXPECT_TRUE(r.findings.empty()) << Findings(r);
+}
+
+// link(2) needs the file committed (fs/fuse_ops.cc commits first): a file
+// whose first commit has not landed is refused (EPERM), nothing linked.
+TEST_F(LinkTest, ALinkOfAFileNotCommittedYetIsRefused) {
+  Mount m = NewMount();
+  MakeTree(*m.ns);
+  const uint64_t a = InoOf(*m.ns, "/a"), b = InoOf(*m.ns, "/b");
+  auto pending = m.ns->Create(a, "pending", 0644, 0, 0, true);  // not in the table yet
+  auto empty = m.ns->Create(a, "empty", 0644, 0, 0);            // an entry, no blob yet
+  ASSERT_TRUE(pending.ok() && empty.ok());
+  EXPECT_TRUE(m.ns->Link(pending->ino, b, "p2").status().Is(Code::kNotPermitted));
+  EXPECT_TRUE(m.ns->Link(empty->ino, b, "e2").status().Is(Code::kNotPermitted));
+  EXPECT_EQ(InoOf(*m.ns, "/b/p2"), 0u);
+  EXPECT_EQ(InoOf(*m.ns, "/b/e2"), 0u);
+  EXPECT_EQ(InodeRecords(), 0u);
 }
 
 TEST_F(LinkTest, UnlinkOfTheBlobsNameMovesTheBlobToAnotherName) {
@@ -236,6 +253,34 @@ TEST_F(LinkTest, AStalePathsHintFallsBackToALinksBlobAndFsckRefreshesIt) {
   auto fixed = table_->Get(kTable, kInodesPartition, InodeRowKey(ino));
   ASSERT_TRUE(fixed.ok());
   EXPECT_EQ(LinkPaths(*fixed), std::vector<std::string>{"/b/x2"});
+}
+
+// import --refresh of a container holding linked files: their blobs are the
+// records' (import skips them), so no file is created or removed and the
+// counts stay.
+TEST_F(LinkTest, ImportLeavesLinkedFilesAndTheirBlobsAlone) {
+  Mount m = NewMount();
+  MakeTree(*m.ns);
+  ASSERT_TRUE(LinkAs(*m.ns, "/a/x", "/b/x2").ok());
+  ASSERT_TRUE(LinkAs(*m.ns, "/a/x", "/b/x3").ok());
+  ASSERT_TRUE(Unlink(*m.ns, "/a/x").ok());  // the blob moves to another name's path
+  ImportOptions o;
+  o.container = kContainer;
+  o.table = kTable;
+  o.refresh = true;
+  auto r = Importer(*table_, *blobs_, o).Run();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->clean());
+  EXPECT_EQ(r->files_created, 0u);
+  EXPECT_EQ(r->removed, 0u);
+  Tree t = Snapshot();
+  EXPECT_EQ(t.count("/a/x"), 0u);
+  EXPECT_EQ(t["/b/x2"], "f data of x");
+  EXPECT_EQ(t["/b/x3"], "f data of x");
+  Mount after = NewMount();
+  EXPECT_EQ(Nlink(*after.ns, "/b/x2"), 2u);
+  EXPECT_EQ(Nlink(*after.ns, "/b/x3"), 2u);
+  ExpectFsckClean();
 }
 
 // From the Kth storage call of the operation on, every call fails (before or
