@@ -5,7 +5,6 @@
 #include <sys/sysmacros.h>
 
 #include "fs/hard_links.h"
-#include "fs/import.h"
 #include "tests/unit/rename_fixture.h"
 
 namespace stampfs {
@@ -133,11 +132,7 @@ TEST_F(LinkSpecialTest, ImportLeavesLinkedSpecialFilesAlone) {
   MakeSpecialTree(*m.ns);
   ASSERT_TRUE(LinkAs(*m.ns, "/a/fifo", "/b/fifo").ok());
   ASSERT_TRUE(LinkAs(*m.ns, "/a/d/ln", "/b/ln").ok());
-  ImportOptions o;
-  o.container = kContainer;
-  o.table = kTable;
-  o.refresh = true;
-  auto r = Importer(*table_, *blobs_, o).Run();
+  auto r = ImportRefresh();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->clean());
   EXPECT_EQ(r->files_created, 0u);

@@ -2,7 +2,6 @@
 // unlink and rename of the blob's name, fsck, and a crash at every storage
 // call of a link and of an unlink leaving every name readable.
 #include "fs/hard_links.h"
-#include "fs/import.h"
 #include "tests/unit/rename_fixture.h"
 
 namespace stampfs {
@@ -264,11 +263,7 @@ TEST_F(LinkTest, ImportLeavesLinkedFilesAndTheirBlobsAlone) {
   ASSERT_TRUE(LinkAs(*m.ns, "/a/x", "/b/x2").ok());
   ASSERT_TRUE(LinkAs(*m.ns, "/a/x", "/b/x3").ok());
   ASSERT_TRUE(Unlink(*m.ns, "/a/x").ok());  // the blob moves to another name's path
-  ImportOptions o;
-  o.container = kContainer;
-  o.table = kTable;
-  o.refresh = true;
-  auto r = Importer(*table_, *blobs_, o).Run();
+  auto r = ImportRefresh();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->clean());
   EXPECT_EQ(r->files_created, 0u);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fs/fsck.h"
+#include "fs/import.h"
 #include "fs/names.h"
 #include "fs/namespace.h"
 #include "fs/table_scan.h"
@@ -231,6 +232,15 @@ class RenameFixture : public ::testing::Test {
     const int calls = plan_->calls() - start;
     plan_->Clear();
     return calls;
+  }
+
+  // stampfs import --refresh of the container, straight on the stores.
+  Result<ImportReport> ImportRefresh() {
+    ImportOptions o;
+    o.container = kContainer;
+    o.table = kTable;
+    o.refresh = true;
+    return Importer(*table_, *blobs_, o).Run();
   }
 
   // RunCrashingAt at every call `run` makes (first k = 0: no crash, which
