@@ -410,8 +410,27 @@ void FileData::BlobMoved(const BlobMove& move) {
 
 void FileData::Unlinked(const FileState& gone) {
   if (gone.attr.IsRegular() && gone.names_left == 0) {
+    FollowBlobMove(gone.attr.ino, gone);
     Unlinked(gone.attr.ino, gone.blob, gone.blob_etag, gone.inode_record);
   }
+}
+
+void FileData::FollowBlobMove(uint64_t ino, const FileState& st) {
+  FilePtr f = Find(ino);
+  if (!f) return;
+  Lock lock(f->mu);
+  while (f->busy) f->cv.wait(lock);
+  if (!f->loaded || st.blob == f->blob || st.blob_etag.empty() || f->base_etag.empty() ||
+      !IsCopyOf(st, f->base_etag)) {
+    return;
+  }
+  f->busy = true;
+  WaitIdle(*f, lock);
+  Moved(*f, st);  // staged blocks were the old blob's
+  Status s = cache_.Rekey(f->cache_id, f->blob, f->base_etag);
+  if (!s.ok()) LogWarning(f->path + ": following its moved blob: " + s.ToString());
+  f->busy = false;
+  f->cv.notify_all();
 }
 
 void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string& etag,
@@ -452,6 +471,7 @@ void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string
 void FileData::BeforeRemoval(uint64_t ino) {
   FilePtr f = Find(ino);
   if (!f) return;
+  if (auto st = ns_.GetFile(ino); st.ok()) FollowBlobMove(ino, *st);
   Lock lock(f->mu);
   if (f->loaded && f->refs > 0) KeepLocal(*f, lock, false).PermitUnchecked();
 }

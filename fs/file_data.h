@@ -307,6 +307,10 @@ class FileData {
   Status PrepareWrite(OpenFile& f, Lock& lock, uint64_t off, uint64_t end, bool* relocked);
   Status TruncateLocked(OpenFile& f, Lock& lock, uint64_t size);
   Status Reread(OpenFile& f, Lock& lock, const Status& why);
+  // A hard-linked file's blob moved to another name's path while open here
+  // (Namespace::MoveLinkBlob), and its name is about to go, so a read can no
+  // longer find the copy (Reread): the open file follows `st`'s copy now.
+  void FollowBlobMove(uint64_t ino, const FileState& st);
   // file_stream.cc: read-ahead.
   void Prefetch(const FilePtr& fp, uint64_t off, uint64_t end);
   void RunStream(const FilePtr& fp, const std::shared_ptr<Stream>& st, const FetchJob& job);

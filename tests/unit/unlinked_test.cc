@@ -40,6 +40,27 @@ class UnlinkedTest : public DeferredCreateTest {
     }
     return copies;
   }
+  // LinkedFile opened through "g" by `m`, nothing read, then "g" and "f"
+  // unlinked: the blob moved from "f" to "h", the last name. Returns the inode.
+  uint64_t OpenColdWithOneNameLeft(Mount& m, const std::string& content) {
+    const uint64_t ino = LinkedFile(content);
+    EXPECT_EQ(OpenExisting(m, "g", false), ino);
+    EXPECT_TRUE(Unlink(m, "g").ok());
+    EXPECT_TRUE(Unlink(m, "f").ok());
+    return ino;
+  }
+  // An atomic save over `name` (open here as `ino`): "tmp" holding `data`
+  // renamed over it, as fs/fuse_ops.cc OnRename runs it.
+  void RenameOver(Mount& m, const std::string& name, uint64_t ino, const std::string& data) {
+    Commit(m, "tmp", data);
+    m.data->CommitDue();
+    m.data->BeforeRemoval(ino);
+    auto orphans = m.ns->Rename(kRootIno, "tmp", kRootIno, name, 0);
+    ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
+    ASSERT_TRUE(m.ns->RemovedHere(ino));
+    m.data->Unlinked(ino, "", "");
+    for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
+  }
   // Through the descriptor of a file with no name left (`expect`: its
   // data): fstat (st_nlink 0), read, write, ftruncate, fchmod, fsync, read,
   // close.
@@ -159,14 +180,7 @@ class UnlinkedTest : public DeferredCreateTest {
     }
     EXPECT_EQ(ConflictCopies(m), 0);
     if (last_by_rename) {
-      Commit(m, "tmp", "the new h");
-      m.data->CommitDue();
-      m.data->BeforeRemoval(ino);  // as fs/fuse_ops.cc OnRename
-      auto orphans = m.ns->Rename(kRootIno, "tmp", kRootIno, "h", 0);
-      ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
-      ASSERT_TRUE(m.ns->RemovedHere(ino));
-      m.data->Unlinked(ino, "", "");
-      for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
+      RenameOver(m, "h", ino, "the new h");
     } else {
       ASSERT_TRUE(Unlink(m, "h").ok()) << "the last name";
       EXPECT_TRUE(m.ns->Lookup(kRootIno, "h").status().Is(Code::kNotFound));
@@ -251,13 +265,7 @@ TEST_F(UnlinkedTest, ARenameOverAnOpenFileKeepsTheOldDataForItsReader) {
   const std::string old_data = Pattern(3 * kBlock + 5, 1);
   uint64_t old_ino = 0;
   Mount m = ColdReader(old_data, &old_ino);  // "f", nothing read yet
-  Commit(m, "tmp", "the new version");
-  m.data->BeforeRemoval(old_ino);  // as fs/fuse_ops.cc BeforeRename
-  auto orphans = m.ns->Rename(kRootIno, "tmp", kRootIno, "f", 0);
-  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
-  ASSERT_TRUE(m.ns->RemovedHere(old_ino));
-  m.data->Unlinked(old_ino, "", "");
-  for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
+  RenameOver(m, "f", old_ino, "the new version");
   EXPECT_EQ(ReadAll(m, old_ino, old_data.size()), old_data);
   EXPECT_EQ(ToStat(Fstat(m, old_ino)).st_nlink, 0u);
   Write(m, old_ino, "never committed", 0);
@@ -336,6 +344,50 @@ TEST_F(UnlinkedTest, AHardLinkedFileOpenWhileItsNamesGoWorksUntilItsLastCloseWit
 
 TEST_F(UnlinkedTest, AHardLinkedFileOpenWhileItsLastNameIsRenamedOverWorksUntilItsLastClose) {
   LinkedOpenFileSequence(true);
+}
+
+// A hard-linked file open here, nothing read yet, while every name goes:
+// the unlink of "f" moved its blob to "h", so the last unlink makes its data
+// local from the copy (it read the deleted "f" and lost the data). With the
+// service away then, the blob stays until the last close, and so does the
+// record (dropped after the blob, never before).
+class ColdLinkedTest : public UnlinkedTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(ColdLinkedTest, AColdHardLinkedFileFollowsItsMovedBlobWhenItsLastNameGoes) {
+  const bool service_away = GetParam();
+  const std::string content = Pattern(5 * kBlock + 123, 7);
+  Mount m = NewMount("reader");
+  const uint64_t ino = OpenColdWithOneNameLeft(m, content);
+  auto gone = m.ns->Unlink(kRootIno, "h");
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_TRUE(gone->inode_record);
+  if (service_away) plan_->FailAlways(Status(Code::kTransport, "injected"), "Read");
+  m.data->Unlinked(*gone);
+  plan_->Clear();
+  EXPECT_EQ(Blobs(), service_away ? 1u : 0u);
+  EXPECT_EQ(InodeRecords(), service_away ? 1u : 0u);
+  EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 0u);
+  EXPECT_TRUE(ReadAll(m, ino, content.size()) == content);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(Blobs(), 0u);
+  EXPECT_EQ(InodeRecords(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(ServiceAway, ColdLinkedTest, ::testing::Bool());
+
+// The same when an atomic save replaces the last name: its data is made
+// local from the moved blob before the rename's copy overwrites that blob.
+TEST_F(UnlinkedTest, AColdHardLinkedFileFollowsItsMovedBlobWhenItsLastNameIsRenamedOver) {
+  const std::string content = Pattern(5 * kBlock + 123, 7);
+  Mount m = NewMount("reader");
+  const uint64_t ino = OpenColdWithOneNameLeft(m, content);
+  RenameOver(m, "h", ino, "the new h");
+  EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 0u);
+  EXPECT_TRUE(ReadAll(m, ino, content.size()) == content);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(Blob("h"), "the new h");
+  EXPECT_EQ(Blobs(), 1u);
+  EXPECT_EQ(InodeRecords(), 0u);
 }
 
 }  // namespace
