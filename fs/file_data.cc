@@ -309,12 +309,15 @@ void FileData::Closed(const FilePtr& fp, Lock& lock) {
   }
   std::string orphan = f.delete_on_close;
   const Condition orphan_condition = f.delete_condition;
+  const bool drop_record = f.drop_record;
   Unload(f);
   f.delete_on_close.clear();
+  f.drop_record = false;
   lock.unlock();
   EraseIfUnused(f.ino, fp);
   ns_.Unpin(f.ino);
   if (!orphan.empty()) DeleteOrphan(orphan, orphan_condition);
+  if (drop_record) ns_.DropInodeRecord(f.ino);
 }
 
 Status FileData::Truncate(uint64_t ino, uint64_t size) {
@@ -382,36 +385,6 @@ std::optional<Attr> FileData::OpenAttr(uint64_t ino) {
   return a;
 }
 
-// commit=async: a rename moves committed rows and blobs, so what is queued
-// under the source is committed first: a directory's whole queue, or the
-// file's own changes (a file not committed yet is renamed in memory). A
-// file the rename would replace: its queued changes are committed too (the
-// rename decides whether they are replaced), and while it is open its data
-// is made local before the copy overwrites its blob. An exchange removes
-// nothing, but both files move under their blobs (fs/namespace_exchange.cc):
-// both are committed first, new ones too, since a pipeline commit racing
-// the exchange's roll-forward wrote to a blob name the other file's data
-// was being moved to (a conflict copy).
-uint64_t FileData::BeforeRename(uint64_t parent, const std::string& name, uint64_t new_parent,
-                                const std::string& new_name, bool exchange) {
-  const auto settle = [&](uint64_t ino) {
-    if (async() && (exchange || !ns_.IsPending(ino)) && Pending(ino)) Sync(ino).PermitUnchecked();
-  };
-  auto src = ns_.Peek(parent, name);
-  if (!src.ok()) return 0;  // the rename reports it
-  if (async() && src->IsDir()) {
-    SyncAll().PermitUnchecked();
-  } else if (src->IsRegular()) {
-    settle(src->ino);
-  }
-  auto dst = ns_.Peek(new_parent, new_name);
-  if (!dst.ok() || !dst->IsRegular() || dst->ino == src->ino) return 0;
-  settle(dst->ino);
-  if (exchange) return 0;
-  BeforeRemoval(dst->ino);
-  return dst->ino;
-}
-
 void FileData::Renamed(uint64_t ino) {
   FilePtr f = Find(ino);
   if (!f) return;
@@ -437,7 +410,33 @@ void FileData::BlobMoved(const BlobMove& move) {
   }
 }
 
-void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string& etag) {
+void FileData::Unlinked(const FileState& gone) {
+  if (gone.attr.IsRegular() && gone.names_left == 0) {
+    FollowBlobMove(gone.attr.ino, gone);
+    Unlinked(gone.attr.ino, gone.blob, gone.blob_etag, gone.inode_record);
+  }
+}
+
+void FileData::FollowBlobMove(uint64_t ino, const FileState& st) {
+  FilePtr f = Find(ino);
+  if (!f) return;
+  Lock lock(f->mu);
+  while (f->busy) f->cv.wait(lock);
+  if (!f->loaded || st.blob == f->blob || st.blob_etag.empty() || f->base_etag.empty() ||
+      !IsCopyOf(st, f->base_etag)) {
+    return;
+  }
+  f->busy = true;
+  WaitIdle(*f, lock);
+  Moved(*f, st);  // staged blocks were the old blob's
+  Status s = cache_.Rekey(f->cache_id, f->blob, f->base_etag);
+  if (!s.ok()) LogWarning(f->path + ": following its moved blob: " + s.ToString());
+  f->busy = false;
+  f->cv.notify_all();
+}
+
+void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string& etag,
+                        bool inode_record) {
   // The version the entry named; without one, this mount's commit of it
   // (whose entry merge did not land).
   std::string version = etag;
@@ -451,12 +450,14 @@ void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string
       f->unlinked = true;
       lock.unlock();
       if (!blob.empty() && !version.empty()) DeleteVersion(blob, version);
+      if (inode_record) ns_.DropInodeRecord(ino);
       return;
     }
   }
   if (!blob.empty() && !version.empty()) {
-    return DeleteBlobWhenUnused(ino, blob, Condition::IfMatch(version));
+    return DeleteBlobWhenUnused(ino, blob, Condition::IfMatch(version), inode_record);
   }
+  if (inode_record) ns_.DropInodeRecord(ino);
   // A new file never committed: no blob to delete (the name may be another
   // mount's by now), but its journal must not outlive the name, or a replay
   // after a crash would create the file again.
@@ -472,6 +473,7 @@ void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string
 void FileData::BeforeRemoval(uint64_t ino) {
   FilePtr f = Find(ino);
   if (!f) return;
+  if (auto st = ns_.GetFile(ino); st.ok()) FollowBlobMove(ino, *st);
   Lock lock(f->mu);
   if (f->loaded && f->refs > 0) KeepLocal(*f, lock, false).PermitUnchecked();
 }
@@ -515,24 +517,28 @@ void FileData::DeleteVersion(const std::string& blob, const std::string& version
   LogWarning(blob + ": the blob of a removed file may be left (version " + version + ")");
 }
 
-void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob, const Condition& cond) {
+void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob, const Condition& cond,
+                                    bool inode_record) {
   if (FilePtr f = Find(ino)) {
     Lock lock(f->mu);
     if (f->loaded) {
       DropChanges(*f).PermitUnchecked();  // its name is gone: nothing to commit
       f->delete_on_close = blob;
       f->delete_condition = cond;
+      f->drop_record = inode_record;
       if (f->refs > 0) return;  // deleted after the last close
       // Kept loaded after a failed commit and unused: drop it now.
       WaitIdle(*f, lock);
       Unload(*f);
       f->delete_on_close.clear();
+      f->drop_record = false;  // dropped below
       lock.unlock();
       EraseIfUnused(ino, f);
       ns_.Unpin(ino);
     }
   }
   DeleteOrphan(blob, cond);
+  if (inode_record) ns_.DropInodeRecord(ino);
 }
 
 void FileData::DeleteOrphan(const std::string& blob, const Condition& cond) {

@@ -165,7 +165,13 @@ class FileData {
   // in the cache alone (read, write, fstat with st_nlink 0, ftruncate,
   // fsync), nothing written is committed, and its blob is deleted now, so
   // a new file of the name is a new file, not a conflict.
-  void Unlinked(uint64_t ino, const std::string& blob, const std::string& etag);
+  // `inode_record`: a hard-linked file's last name went; its inode record
+  // is dropped after the blob (Namespace::DropInodeRecord).
+  void Unlinked(uint64_t ino, const std::string& blob, const std::string& etag,
+                bool inode_record = false);
+  // What Namespace::Unlink returned: the last name of a regular file (a
+  // hard-linked one's included) is Unlinked; other names keep a linked file.
+  void Unlinked(const FileState& gone);
   // Before a rename over `ino`, which overwrites its blob: an open file's
   // data is made local (Unlinked after the rename keeps it).
   void BeforeRemoval(uint64_t ino);
@@ -178,7 +184,7 @@ class FileData {
   uint64_t BeforeRename(uint64_t parent, const std::string& name, uint64_t new_parent,
                         const std::string& new_name, bool exchange);
   void DeleteBlobWhenUnused(uint64_t ino, const std::string& blob,
-                            const Condition& cond = Condition::None());
+                            const Condition& cond = Condition::None(), bool inode_record = false);
   // Commits what the dirty journal holds from an earlier run (after a crash),
   // or turns it into conflict copies. Run before serving.
   Status ReplayJournal();
@@ -258,6 +264,7 @@ class FileData {
     uint64_t prefetched = 0;         // read-ahead issued (or found cached) below this block
     std::shared_ptr<Stream> stream;  // the read-ahead stream, if one runs
     std::string delete_on_close;
+    bool drop_record = false;  // after that delete: the inode record (Unlinked)
     uint64_t conflicts = 0;  // conflict copies saved while loaded: OpenResult::handle
     bool name_lost = false;  // a conflict gave its name to another file: writes fail
     // chmod/chown/utimens while loaded, on this version: a last close with
@@ -308,6 +315,10 @@ class FileData {
   Status PrepareWrite(OpenFile& f, Lock& lock, uint64_t off, uint64_t end, bool* relocked);
   Status TruncateLocked(OpenFile& f, Lock& lock, uint64_t size);
   Status Reread(OpenFile& f, Lock& lock, const Status& why);
+  // A hard-linked file's blob moved to another name's path while open here
+  // (Namespace::MoveLinkBlob), and its name is about to go, so a read can no
+  // longer find the copy (Reread): the open file follows `st`'s copy now.
+  void FollowBlobMove(uint64_t ino, const FileState& st);
   // file_stream.cc: read-ahead.
   void Prefetch(const FilePtr& fp, uint64_t off, uint64_t end);
   void RunStream(const FilePtr& fp, const std::shared_ptr<Stream>& st, const FetchJob& job);

@@ -176,6 +176,36 @@ bool FileData::Pending(uint64_t ino) {
   return f->loaded && f->dirty;
 }
 
+// commit=async: a rename moves committed rows and blobs, so what is queued
+// under the source is committed first: a directory's whole queue, or the
+// file's own changes (a file not committed yet is renamed in memory). A
+// file the rename would replace: its queued changes are committed too (the
+// rename decides whether they are replaced), and while it is open its data
+// is made local before the copy overwrites its blob. An exchange removes
+// nothing, but both files move under their blobs (fs/namespace_exchange.cc):
+// both are committed first, new ones too, since a pipeline commit racing
+// the exchange's roll-forward wrote to a blob name the other file's data
+// was being moved to (a conflict copy).
+uint64_t FileData::BeforeRename(uint64_t parent, const std::string& name, uint64_t new_parent,
+                                const std::string& new_name, bool exchange) {
+  const auto settle = [&](uint64_t ino) {
+    if (async() && (exchange || !ns_.IsPending(ino)) && Pending(ino)) Sync(ino).PermitUnchecked();
+  };
+  auto src = ns_.Peek(parent, name);
+  if (!src.ok()) return 0;  // the rename reports it
+  if (async() && src->IsDir()) {
+    SyncAll().PermitUnchecked();
+  } else if (src->IsRegular()) {
+    settle(src->ino);
+  }
+  auto dst = ns_.Peek(new_parent, new_name);
+  if (!dst.ok() || !dst->IsRegular() || dst->ino == src->ino) return 0;
+  settle(dst->ino);
+  if (exchange) return 0;
+  BeforeRemoval(dst->ino);
+  return dst->ino;
+}
+
 PipelineStats FileData::Pipeline() {
   std::lock_guard<std::mutex> lock(queue_mu_);
   PipelineStats st;

@@ -225,7 +225,7 @@ void OnUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   FsContext& c = Ctx(req);
   auto gone = c.ns->Unlink(parent, name);
   if (!gone.ok()) return ReplyError(req, gone.status(), "unlink");
-  if (gone->attr.IsRegular() && gone->names_left == 0) c.data->Unlinked(gone->attr.ino, gone->blob, gone->blob_etag);
+  c.data->Unlinked(*gone);
   fuse_reply_err(req, 0);
 }
 

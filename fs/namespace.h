@@ -112,6 +112,9 @@ struct FileState {
   // Unlink of a hard-linked name: the names the inode still has (its blob
   // is theirs, so `blob` is empty).
   uint32_t names_left = 0;
+  // Unlink of a hard-linked file's last name: its inode record (count 0) is
+  // left for the caller to drop after the blob (Namespace::DropInodeRecord).
+  bool inode_record = false;
 };
 
 // Files after one in its directory's listing (Namespace::FilesAfter).
@@ -208,6 +211,11 @@ class Namespace {
   // Removes a non-directory entry; returns its last state (the caller removes
   // the blob, at once or after the last close).
   Result<FileState> Unlink(uint64_t parent, const std::string& name);
+  // The inode record of a hard-linked file with no name left, once its blob
+  // is deleted (FileState::inode_record). The blob goes first: a crash
+  // between leaves a record no name uses, which fsck --repair removes with
+  // its blob; the other order would leave a blob fsck imports as a file.
+  void DropInodeRecord(uint64_t ino);
   // link(2) of a committed regular file (fs/namespace_links.cc): the new
   // name shares the inode record (created at the first link).
   Result<Attr> Link(uint64_t ino, uint64_t new_parent, const std::string& new_name);
@@ -320,6 +328,7 @@ class Namespace {
   Status MoveLinkBlob(Entity* record, const std::string& to_path);
   Status KeepLinkBlob(Entity* record, const std::string& leaving);
   Result<FileState> UnlinkLinked(const Located& loc, uint64_t ino);
+  Result<FileState> LastLinkGone(const Entity& record, const std::string& path);
   // After a rename of a linked name / over one (the table moved).
   Status LinkNameMoved(uint64_t ino, const std::string& from, const std::string& to);
   Status LinkNameReplaced(uint64_t ino, const std::string& path);

@@ -241,6 +241,8 @@ Status Namespace::MoveLinkBlob(Entity* record, const std::string& to_path) {
       if (copy.ok()) {
         copied = *copy;
         updated.properties["betag"] = copied;
+        // A file open on the old version reads and commits on the copy.
+        NoteMovedFrom(betag, &updated);
       }
     }
     if (betag.empty() || !copied.empty()) {
@@ -248,6 +250,7 @@ Status Namespace::MoveLinkBlob(Entity* record, const std::string& to_path) {
       auto r = PutInode(updated, Condition::IfMatch(record->etag));
       if (r.ok()) {
         *record = *r;
+        if (!copied.empty()) BlobMoved({static_cast<uint64_t>(record->GetInt64("ino")), blob, betag, to_blob, copied});
         if (!betag.empty()) {
           FaultPoint("link.after_blob_record");
           Status d = blobs_.Delete(options_.container, blob, Condition::IfMatch(betag));
@@ -301,6 +304,10 @@ Result<FileState> Namespace::UnlinkLinked(const Located& loc, uint64_t ino) {
     if (!rec.ok() && !rec.status().Is(Code::kNotFound)) return rec.status();
     const int64_t nlink = rec.ok() ? rec->GetInt64("nlink", 1) : 1;
     if (rec.ok() && nlink > 1) STAMPFS_RETURN_IF_ERROR(KeepLinkBlob(&*rec, loc.path));
+    // The last name: a commit or setattr that finds it gone meanwhile waits
+    // until the removal is recorded (RemovedHere).
+    std::optional<RemovalInFlight> removing;
+    if (rec.ok() && nlink <= 1) removing.emplace(*this, ino);
     BatchError err;
     auto r = CommitInDirectory(loc.parent_path,
                                {TableOperation::Delete(entry->partition_key, entry->row_key,
@@ -321,15 +328,7 @@ Result<FileState> Namespace::UnlinkLinked(const Located& loc, uint64_t ino) {
     }
     state.names_left = static_cast<uint32_t>(std::max<int64_t>(0, nlink - 1));
     if (!rec.ok()) return state;
-    if (nlink <= 1) {
-      // The last name: the record goes; the caller deletes the blob.
-      table_requests++;
-      table_.Delete(options_.table, kInodesPartition, rec->row_key, Condition::IfMatch("*"))
-          .PermitUnchecked();
-      if (cache_) cache_->EraseEntry(kInodesPartition, rec->row_key).PermitUnchecked();
-      inodes_.Detach(ino);
-      return state;
-    }
+    if (nlink <= 1) return LastLinkGone(*rec, loc.path);
     auto lowered = ChangeInode(ino, [&](Entity* e) -> Status {
       e->properties["nlink"] = std::max<int64_t>(1, e->GetInt64("nlink", 1) - 1);
       e->properties["ctime"] = NowNs();
@@ -345,6 +344,60 @@ Result<FileState> Namespace::UnlinkLinked(const Located& loc, uint64_t ino) {
     return state;
   }
   return Status(Code::kPreconditionFailed, loc.path + " kept changing under concurrent updates");
+}
+
+// After the last name of `record`'s inode was deleted (REQUIRES: a
+// RemovalInFlight of it): the count goes to 0, so no mount uses the record
+// any more (FetchEntryOf, Link); descriptors open here keep its attributes
+// (Removed). The caller deletes the blob, then the record (DropInodeRecord).
+Result<FileState> Namespace::LastLinkGone(const Entity& record, const std::string& path) {
+  const uint64_t ino = static_cast<uint64_t>(record.GetInt64("ino"));
+  auto lowered = ChangeInode(ino, [&](Entity* e) -> Status {
+    e->properties["nlink"] = std::max<int64_t>(0, e->GetInt64("nlink", 1) - 1);
+    e->properties["ctime"] = NowNs();
+    RemoveLinkPath(path, e);
+    return Status::Ok();
+  });
+  FaultPoint("link.after_last_count");
+  if (lowered.ok() && lowered->GetInt64("nlink") > 0) {
+    // Another mount linked a name meanwhile: the file is its, with the blob.
+    Status kept = KeepLinkBlob(&*lowered, path);
+    if (!kept.ok()) LogWarning(path + ": unlinked, its blob not moved: " + kept.ToString());
+    auto state = FileStateOf(*lowered, path);
+    STAMPFS_RETURN_IF_ERROR(state);
+    state->names_left = static_cast<uint32_t>(lowered->GetInt64("nlink"));
+    state->blob.clear();
+    state->blob_etag.clear();
+    return state;
+  }
+  if (!lowered.ok() && !lowered.status().Is(Code::kNotFound)) {
+    // Left at a count of 1 with no name: fsck removes it (orphan-inode).
+    LogWarning(path + ": the last name is unlinked, but the link count of inode " +
+               std::to_string(ino) + " was not lowered: " + lowered.status().ToString());
+  }
+  const Entity& last = lowered.ok() ? *lowered : record;
+  Removed(ino, &last);
+  auto state = FileStateOf(last, path);
+  STAMPFS_RETURN_IF_ERROR(state);
+  state->names_left = 0;
+  if (state->blob_etag.empty()) {
+    DropInodeRecord(ino);  // no blob: a symlink's or device's record
+  } else {
+    state->inode_record = true;
+  }
+  return state;
+}
+
+void Namespace::DropInodeRecord(uint64_t ino) {
+  const std::string rk = InodeRowKey(ino);
+  table_requests++;
+  // If-Match *: a record with no name is written by no mount.
+  Status s = table_.Delete(options_.table, kInodesPartition, rk, Condition::IfMatch("*"));
+  if (!s.ok() && !s.Is(Code::kNotFound)) {
+    LogWarning("inode record " + rk + " of a file with no name is left (fsck removes it): " +
+               s.ToString());
+  }
+  if (cache_) cache_->EraseEntry(kInodesPartition, rk).PermitUnchecked();
 }
 
 Status Namespace::LinkNameMoved(uint64_t ino, const std::string& from, const std::string& to) {
@@ -385,17 +438,16 @@ Status Namespace::LinkNameReplaced(uint64_t ino, const std::string& path) {
   });
   STAMPFS_RETURN_IF_ERROR(r);
   if (r->GetInt64("nlink") > 0) return Status::Ok();
-  // No name left: the record and its blob go (If-Match: a blob the rename
-  // copied over it is the new file's and stays).
-  table_requests++;
-  table_.Delete(options_.table, kInodesPartition, r->row_key, Condition::IfMatch(r->etag))
-      .PermitUnchecked();
-  if (cache_) cache_->EraseEntry(kInodesPartition, r->row_key).PermitUnchecked();
+  // No name left: descriptors open here keep the file (its data made local
+  // before the rename), and its blob goes, then the record (If-Match: a blob
+  // the rename copied over it is the new file's and stays).
+  Removed(ino, &*r);
   const std::string betag = Str(*r, "betag");
   if (!betag.empty()) {
     blobs_.Delete(options_.container, Str(*r, "blob"), Condition::IfMatch(betag))
         .PermitUnchecked();
   }
+  DropInodeRecord(ino);
   return Status::Ok();
 }
 

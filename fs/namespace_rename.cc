@@ -209,6 +209,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   auto dst = FetchEntry(to->parent_path, new_name, true, false);
   if (!dst.ok() && !dst.status().Is(Code::kNotFound)) return dst.status();
   std::optional<FileState> replaced;
+  std::optional<RemovalInFlight> removing;  // of a file the rename leaves with no name
   bool replaced_linked = false;  // the target is a hard link: its record loses a name
   if (dst.ok()) {
     if (flags & kNoReplace) return Status(Code::kAlreadyExists, to->path);
@@ -232,11 +233,11 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
       if (rec.ok() && rec->GetInt64("nlink", 1) > 1) {
         STAMPFS_RETURN_IF_ERROR(KeepLinkBlob(&*rec, to->path));
       }
+      if (rec.ok() && rec->GetInt64("nlink", 1) <= 1) removing.emplace(*this, dstate->attr.ino);
     }
   }
 
   std::vector<std::string> orphaned;
-  std::optional<RemovalInFlight> removing;
   if (replaced && !replaced_linked && replaced->attr.IsRegular()) {
     removing.emplace(*this, replaced->attr.ino);
   }

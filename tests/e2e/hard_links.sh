@@ -12,7 +12,8 @@
 # symlinks and FIFOs (counts and types as on local disk); a directory rename
 # above linked names (the blob moves along, the record's paths follow, a new
 # file at the old path commits cleanly); counts after a cold remount, fsck clean; kill -9 at each link crash point
-# (builds with -DSTAMPFS_FAULT_POINTS=ON) leaves every name readable and fsck
+# (builds with -DSTAMPFS_FAULT_POINTS=ON) leaves every name readable (the
+# last name's unlink: the name gone, and fsck --repair does not bring it back) and fsck
 # --repair a clean table; the same ln in commit=close mode.
 # shellcheck source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.bash" "$@"
@@ -226,6 +227,16 @@ for point in link.after_record link.after_mark link.after_blob_copy link.after_b
   check_eq "$point: the daemon died there" killed cat "$E2E_TMP/crash.out"
   check "$point: every name left reads the data" names_readable data-only "data at $point" "$M/k/a/$point" "$M/k/b/$point"
 done
+# The last name, killed after its count went to 0, before its blob and
+# record were deleted: the name is gone, and fsck --repair removes the rest
+# without bringing the file back (below).
+last=link.after_last_count
+echo "data at $last" >"$M/k/a/$last" && ln "$M/k/a/$last" "$M/k/b/$last" && rm "$M/k/a/$last"
+e2e_crash_at "$last" "rm '$M/k/b/$last'"
+if [[ $(cat "$E2E_TMP/crash.out") != skipped ]]; then
+  check_eq "$last: the daemon died there" killed cat "$E2E_TMP/crash.out"
+  check_fails "$last: the last name is gone" "No such file" stat "$M/k/b/$last"
+fi
 e2e_unmount
 check "fsck --repair" "$E2E_STAMPFS" fsck --repair "$E2E_CONTAINER"
 check "fsck is clean after the repair" "$E2E_STAMPFS" fsck "$E2E_CONTAINER"
@@ -237,6 +248,9 @@ for point in link.after_record link.after_mark link.after_blob_copy link.after_b
   check "$point: after the repair every name reads the data with the right count" \
     names_readable counts "data at $point" "$M/k/a/$point" "$M/k/b/$point"
 done
+check_fails "$last: fsck --repair did not bring the file back" "No such file" ls "$M/k/a/$last" "$M/k/b/$last"
+check_eq "$last: ... nor leave its blob" "0" \
+  eval '"$E2E_INSPECT" blobs "$E2E_CONTAINER" 2>/dev/null | grep -c "$last" || true'
 e2e_unmount
 
 section "commit=close"

@@ -9,12 +9,15 @@
 #     the kernel's (the daemon counts no read);
 #   - chmod/chown/touch/mv/rm of special files;
 #   - tar --format=posix of a tree holding every file type, in and back out,
-#     compared;
+#     compared; rsync -a --devices --specials of it (with a socket too);
 #   - renameat2 RENAME_NOREPLACE (EEXIST) and RENAME_EXCHANGE (swapped; EINVAL
 #     for what is refused);
+#   - the errno of refusals: RENAME_WHITEOUT (EINVAL), fallocate other than
+#     mode 0 (EOPNOTSUPP), link of a directory (EPERM);
 #   - a directory's st_nlink is 2 + its subdirectories, also after a cold
 #     remount;
-#   - ctime moves with chmod, ftruncate and rename, seen at once;
+#   - ctime moves with chmod, chown, utimens, setfattr, an append, ftruncate,
+#     rename, ln and the rm of another name, seen at once;
 #   - a directory's mtime stays when a child's attributes or data change, and
 #     stat answers the same before and after listing it;
 #   - tar -cf of a tree right after a cold remount exits 0, also after chmod,
@@ -101,6 +104,14 @@ check_eq "the tree came back the same" "$(tree_listing "$SRC/tree")" tree_listin
 check "contents and times compare" eval 'cmp "$SRC/tree/sub/big" "$OUT/tree/sub/big" &&
   [[ $(stat -c %Y "$OUT/tree/file") == 1500000000 ]] && [[ $(readlink "$OUT/tree/link") == file ]]'
 
+section "rsync -a --devices --specials of every file type"
+run "a unix socket in the local tree" bind_socket "$SRC/tree/sock"
+check "rsync into the mount" rsync -a --devices --specials "$SRC/tree/" "$M/rs-tree/"
+check_eq "the mount holds the same tree" "$(tree_listing "$SRC/tree")" tree_listing "$M/rs-tree"
+e2e_remount fresh
+check "rsync back out after a cold remount" rsync -a --devices --specials "$M/rs-tree/" "$OUT/rs-tree/"
+check_eq "the tree came back the same" "$(tree_listing "$SRC/tree")" tree_listing "$OUT/rs-tree"
+
 section "rename flags"
 run "two symlinks and two files" eval 'ln -s ta "$M/a" && ln -s tb "$M/b" && echo one > "$M/f1" && echo two > "$M/f2" && mkfifo "$M/p2"'
 check_eq "RENAME_NOREPLACE onto an existing name: EEXIST" "EEXIST" errno_of rename noreplace "$M/a" "$M/b"
@@ -115,6 +126,16 @@ check_eq "... also after a cold remount" "fifo ta" eval 'echo $(stat -c %F "$M/c
 check_eq "RENAME_EXCHANGE across directories: EINVAL" "EINVAL" errno_of rename exchange "$M/b" "$M/d/f1"
 check_eq "RENAME_EXCHANGE with a missing name: ENOENT" "ENOENT" errno_of rename exchange "$M/b" "$M/none"
 check_eq "... the files are untouched" "one two" eval 'echo $(cat "$M/f1") $(cat "$M/f2")'
+
+section "refusals (docs/semantics.md, Errors returned on purpose)"
+check_eq "renameat2 RENAME_WHITEOUT: EINVAL" "EINVAL" errno_of rename whiteout "$M/f1" "$M/wo"
+check_eq "fallocate PUNCH_HOLE: EOPNOTSUPP" "EOPNOTSUPP" errno_of fallocate-punch "$M/f1"
+check_eq "link of a directory: EPERM" "EPERM" python3 -c 'import errno, os, sys
+try:
+    os.link(sys.argv[1], sys.argv[2])
+except OSError as e:
+    print(errno.errorcode[e.errno])' "$M/d" "$M/d-link"
+check_eq "... nothing changed" "one 0" eval 'echo $(cat "$M/f1") $(ls "$M" | grep -c -e "^wo$" -e "^d-link$")'
 
 section "link counts"
 run "mkdir n, n/a, n/b and a file" eval 'mkdir -p "$M/n/a" "$M/n/b" && touch "$M/n/f"'
@@ -139,6 +160,13 @@ check "ftruncate shows its ctime with its mtime, at once" eval '
   sleep 1.1; perl -e "open(my \$f, q(+<), \$ARGV[0]) or die; truncate(\$f, 2) or die;
     my @s = stat(\$f); exit(\$s[10] >= \$s[9] && \$s[9] > 1000000000 ? 0 : 1)" "$M/t"'
 check "rename moves the renamed entry's ctime" eval 'c0=$(stat -c %Z "$M/t"); sleep 1.1; mv "$M/t" "$M/t2"; (( $(stat -c %Z "$M/t2") > c0 ))'
+check "an append moves ctime at once" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; echo more >> "$M/t2"; (( $(stat -c %Z "$M/t2") > c0 ))'
+check "chown moves ctime at once" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; chown 7:8 "$M/t2"; (( $(stat -c %Z "$M/t2") > c0 ))'
+check "touch (utimens) moves ctime at once" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; touch -d @1100000000 "$M/t2"; (( $(stat -c %Z "$M/t2") > c0 ))'
+check "setfattr moves ctime at once" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; setfattr -n user.k -v v "$M/t2"; (( $(stat -c %Z "$M/t2") > c0 ))'
+check "ln moves the file's ctime at once, on every name" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; ln "$M/t2" "$M/t3";
+  (( $(stat -c %Z "$M/t2") > c0 && $(stat -c %Z "$M/t3") > c0 ))'
+check "rm of one name moves the other's ctime at once" eval 'c0=$(stat -c %Z "$M/t2"); sleep 1.1; rm "$M/t3"; (( $(stat -c %Z "$M/t2") > c0 ))'
 
 section "directory times tar can trust"
 run "a tree" eval 'mkdir -p "$M/w/x/y" && for i in 1 2 3; do echo $i > "$M/w/f$i"; echo $i > "$M/w/x/g$i"; done && touch -d @1200000000 "$M/w/x"'

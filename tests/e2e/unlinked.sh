@@ -11,6 +11,9 @@
 #     it work (in memory);
 #   - the same, then the name created again while the old file is open: both
 #     closes succeed, the new file holds its data, no conflict copy;
+#   - the same for a hard-linked file opened through one of its three names,
+#     every name unlinked (st_nlink 2, 1, 0 through the descriptor): its blob
+#     and inode record are gone after the close, fsck is clean;
 #   - SQLite in WAL mode with a concurrent reader process (python3's sqlite3)
 #     that holds descriptors of the -wal SQLite unlinks and creates again,
 #     3 runs: no SQLite error, no conflict copy, every row there;
@@ -172,6 +175,16 @@ for mode in async close; do
   check_eq "no conflict copy" "0" conflict_copies
   check_eq "xattrs through the descriptor of an unlinked file" "kept local user.after 0" \
     unlinked_xattrs "$M/$mode-xattrs"
+
+  section "commit=$mode: a hard-linked file unlinked while open"
+  run "a committed file with three names" eval 'cp "$REF" "$M/$mode-l1" && sync "$M/$mode-l1" &&
+    ln "$M/$mode-l1" "$M/$mode-l2" && ln "$M/$mode-l1" "$M/$mode-l3"'
+  check "open through one name, unlink each (st_nlink 2, 1, 0), pread, pwrite, ftruncate, fsync, close" \
+    "$POSIX" unlinked-links "$M/$mode-l2" "$REF" "$M/$mode-l1" "$M/$mode-l3"
+  check_eq "its blob is gone after the close" "0" eval 'blob_count "$mode-l[123]"'
+  check_eq "no conflict copy" "0" conflict_copies
+  e2e_sync
+  check "fsck is clean (no inode record left)" "$E2E_STAMPFS" fsck "$E2E_CONTAINER"
 
   section "commit=$mode: SQLite in WAL mode with a concurrent reader"
   for run_no in 1 2 3; do

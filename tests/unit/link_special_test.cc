@@ -5,7 +5,6 @@
 #include <sys/sysmacros.h>
 
 #include "fs/hard_links.h"
-#include "fs/import.h"
 #include "tests/unit/rename_fixture.h"
 
 namespace stampfs {
@@ -133,11 +132,7 @@ TEST_F(LinkSpecialTest, ImportLeavesLinkedSpecialFilesAlone) {
   MakeSpecialTree(*m.ns);
   ASSERT_TRUE(LinkAs(*m.ns, "/a/fifo", "/b/fifo").ok());
   ASSERT_TRUE(LinkAs(*m.ns, "/a/d/ln", "/b/ln").ok());
-  ImportOptions o;
-  o.container = kContainer;
-  o.table = kTable;
-  o.refresh = true;
-  auto r = Importer(*table_, *blobs_, o).Run();
+  auto r = ImportRefresh();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->clean());
   EXPECT_EQ(r->files_created, 0u);
@@ -166,22 +161,13 @@ TEST_P(LinkSpecialCrashTest, EveryCrashPointLeavesEveryNameWhole) {
     if (op == 2) return Unlink(ns, src);
     return ns.Rename(InoOf(ns, "/b"), "l2", InoOf(ns, "/a/d"), "moved", 0).status();
   };
-  int calls = 0;
-  for (int k = 0; k == 0 || k <= calls; ++k) {
-    SCOPED_TRACE("crash at call " + std::to_string(k) + " of " + std::to_string(calls));
-    const int made = RunCrashingAt(
-        k, after_call,
-        [&](Namespace& ns) {
-          MakeSpecialTree(ns);
-          if (op >= 1) {
-            EXPECT_TRUE(LinkAs(ns, src, "/b/l2").ok());
-          }
-        },
-        run);
-    if (k == 0) {
-      calls = made;
-      ASSERT_GT(calls, 1);
+  auto setup = [&](Namespace& ns) {
+    MakeSpecialTree(ns);
+    if (op >= 1) {
+      EXPECT_TRUE(LinkAs(ns, src, "/b/l2").ok());
     }
+  };
+  AtEveryCrashPoint(after_call, 1, setup, run, [&] {
     auto check = [&](Namespace& ns, int expect_names) {
       int found = 0;
       Tree t = Snapshot(&ns);
@@ -210,7 +196,7 @@ TEST_P(LinkSpecialCrashTest, EveryCrashPointLeavesEveryNameWhole) {
     ExpectFsckClean();
     Mount after = NewMount();
     EXPECT_EQ(check(*after.ns, found), found);
-  }
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Links, LinkSpecialCrashTest,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fs/fsck.h"
+#include "fs/import.h"
 #include "fs/names.h"
 #include "fs/namespace.h"
 #include "fs/table_scan.h"
@@ -231,6 +232,33 @@ class RenameFixture : public ::testing::Test {
     const int calls = plan_->calls() - start;
     plan_->Clear();
     return calls;
+  }
+
+  // stampfs import --refresh of the container, straight on the stores.
+  Result<ImportReport> ImportRefresh() {
+    ImportOptions o;
+    o.container = kContainer;
+    o.table = kTable;
+    o.refresh = true;
+    return Importer(*table_, *blobs_, o).Run();
+  }
+
+  // RunCrashingAt at every call `run` makes (first k = 0: no crash, which
+  // must make more than `min_calls`), then `check` of what each left.
+  void AtEveryCrashPoint(bool after_call, int min_calls,
+                         const std::function<void(Namespace&)>& setup,
+                         const std::function<Status(Namespace&)>& run,
+                         const std::function<void()>& check) {
+    int calls = 0;
+    for (int k = 0; k == 0 || k <= calls; ++k) {
+      SCOPED_TRACE("crash at call " + std::to_string(k) + " of " + std::to_string(calls));
+      const int made = RunCrashingAt(k, after_call, setup, run);
+      if (k == 0) {
+        calls = made;
+        ASSERT_GT(calls, min_calls);
+      }
+      check();
+    }
   }
 
   std::unique_ptr<TableStore> table_;

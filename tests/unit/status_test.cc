@@ -54,5 +54,25 @@ TEST(ErrnoMap, MapsEachCodeToItsErrno) {
   EXPECT_EQ(ErrnoFor(Status::Ok()), 0);
 }
 
+// Every refusal of docs/semantics.md "Errors returned on purpose" has the
+// errno that table names.
+TEST(ErrnoMap, EachRefusalHasTheErrnoTheSemanticsName) {
+  EXPECT_EQ(ErrnoFor(Status(Code::kStale, "")), ESTALE);
+  EXPECT_EQ(ErrnoFor(Status(Code::kNotEmpty, "")), ENOTEMPTY);
+  EXPECT_EQ(ErrnoFor(Status(Code::kNotADirectory, "")), ENOTDIR);
+  EXPECT_EQ(ErrnoFor(Status(Code::kIsADirectory, "")), EISDIR);
+  EXPECT_EQ(ErrnoFor(Status(Code::kNameTooLong, "")), ENAMETOOLONG);
+  EXPECT_EQ(ErrnoFor(Status(Code::kIllegalSequence, "")), EILSEQ);
+  EXPECT_EQ(ErrnoFor(Status(Code::kNoSpace, "")), ENOSPC);
+  EXPECT_EQ(ErrnoFor(Status(Code::kNotPermitted, "")), EPERM);
+  EXPECT_EQ(ErrnoFor(Status(Code::kInvalidArgument, "")), EINVAL);
+  EXPECT_EQ(ErrnoFor(Status(Code::kNoAttribute, "")), ENODATA);
+  EXPECT_EQ(ErrnoFor(Status(Code::kRange, "")), ERANGE);
+  EXPECT_EQ(ErrnoFor(Status(Code::kNotSupported, "")), EOPNOTSUPP);
+  EXPECT_EQ(ErrnoFor(Status(Code::kCancelled, "")), EINTR);
+  EXPECT_EQ(ErrnoFor(Status(Code::kConflict, "")), EBUSY);
+  EXPECT_EQ(ErrnoFor(Status(Code::kPreconditionFailed, "")), EIO);
+}
+
 }  // namespace
 }  // namespace stampfs

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "fs/errno_map.h"
+#include "fs/hard_links.h"
 #include "file_data_fixture.h"
 
 namespace stampfs {
@@ -27,8 +28,55 @@ class UnlinkedTest : public DeferredCreateTest {
   Status Unlink(Mount& m, const std::string& name) {
     auto gone = m.ns->Unlink(kRootIno, name);
     if (!gone.ok()) return gone.status();
-    m.data->Unlinked(gone->attr.ino, gone->blob, gone->blob_etag);
+    m.data->Unlinked(*gone);  // as fs/fuse_ops.cc OnUnlink
     return Status::Ok();
+  }
+  // LinkedFile opened through "g" by `m`, nothing read, then "g" and "f"
+  // unlinked: the blob moved from "f" to "h", the last name. Returns the inode.
+  uint64_t OpenColdWithOneNameLeft(Mount& m, const std::string& content) {
+    const uint64_t ino = LinkedFile(content);
+    EXPECT_EQ(OpenExisting(m, "g", false), ino);
+    EXPECT_TRUE(Unlink(m, "g").ok());
+    EXPECT_TRUE(Unlink(m, "f").ok());
+    return ino;
+  }
+  // An atomic save over `name` (open here as `ino`): "tmp" holding `data`
+  // renamed over it, as fs/fuse_ops.cc OnRename runs it.
+  void RenameOver(Mount& m, const std::string& name, uint64_t ino, const std::string& data) {
+    Commit(m, "tmp", data);
+    m.data->CommitDue();
+    m.data->BeforeRemoval(ino);
+    auto orphans = m.ns->Rename(kRootIno, "tmp", kRootIno, name, 0);
+    ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
+    ASSERT_TRUE(m.ns->RemovedHere(ino));
+    m.data->Unlinked(ino, "", "");
+    for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
+  }
+  // Through the descriptor of a file with no name left (`expect`: its
+  // data): fstat (st_nlink 0), read, write, ftruncate, fchmod, fsync, read,
+  // close.
+  void UseWithNoNameLeft(Mount& m, uint64_t ino, std::string expect) {
+    Attr st = Fstat(m, ino);
+    EXPECT_EQ(ToStat(st).st_nlink, 0u);
+    EXPECT_EQ(st.size, expect.size());
+    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
+    const std::string more = "written with no name left";
+    Write(m, ino, more, 10);
+    expect.replace(10, more.size(), more);
+    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
+    ASSERT_TRUE(m.data->Truncate(ino, 3 * kBlock).ok());
+    expect.resize(3 * kBlock);
+    EXPECT_EQ(Fstat(m, ino).size, expect.size());
+    EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 0u);
+    SetAttrRequest chmod;
+    chmod.mode = 0600;
+    auto changed = m.data->SetAttr(ino, chmod);
+    ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+    EXPECT_EQ(Fstat(m, ino).mode & 07777, 0600u);
+    EXPECT_TRUE(m.data->Sync(ino).ok());
+    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
+    EXPECT_TRUE(m.data->Flush(ino).ok());
+    EXPECT_TRUE(m.data->Release(ino).ok());
   }
   // The open/unlink/read/write/fstat/ftruncate/fsync/close sequence of a
   // build tool's temporary file, on a cold cache (nothing read yet).
@@ -45,27 +93,7 @@ class UnlinkedTest : public DeferredCreateTest {
     ASSERT_TRUE(Unlink(m, "f").ok());
     EXPECT_TRUE(BlobGone("f")) << "its data lives in the cache alone now";
     EXPECT_TRUE(m.ns->Lookup(kRootIno, "f").status().Is(Code::kNotFound));
-    Attr st = Fstat(m, ino);
-    EXPECT_EQ(ToStat(st).st_nlink, 0u);
-    EXPECT_EQ(st.size, content.size());
-    EXPECT_EQ(ReadAll(m, ino, content.size()), content);
-    Write(m, ino, "written after the unlink", 10);
-    std::string expect = content;
-    expect.replace(10, 24, "written after the unlink");
-    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
-    ASSERT_TRUE(m.data->Truncate(ino, 3 * kBlock).ok());
-    expect.resize(3 * kBlock);
-    EXPECT_EQ(Fstat(m, ino).size, expect.size());
-    EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 0u);
-    SetAttrRequest chmod;
-    chmod.mode = 0600;
-    auto changed = m.data->SetAttr(ino, chmod);
-    ASSERT_TRUE(changed.ok()) << changed.status().ToString();
-    EXPECT_EQ(Fstat(m, ino).mode & 07777, 0600u);
-    EXPECT_TRUE(m.data->Sync(ino).ok());
-    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
-    EXPECT_TRUE(m.data->Flush(ino).ok());
-    EXPECT_TRUE(m.data->Release(ino).ok());
+    UseWithNoNameLeft(m, ino, content);
     EXPECT_TRUE(m.data->Release(ino).ok());
     m.data->CommitDue();
     EXPECT_TRUE(BlobGone("f")) << "nothing written after the unlink was committed";
@@ -93,6 +121,71 @@ class UnlinkedTest : public DeferredCreateTest {
     auto attr = m.ns->Lookup(kRootIno, "db-wal");
     ASSERT_TRUE(attr.ok());
     EXPECT_EQ(attr->ino, new_ino);
+  }
+  size_t InodeRecords() {
+    auto rows = raw_table_->QueryPartition(kTable, kInodesPartition);
+    return rows.ok() ? rows->size() : 999;
+  }
+  size_t Blobs() {
+    auto listing = raw_blobs_->ListBlobs(kContainer, {});
+    return listing.ok() ? listing->blobs.size() : 999;
+  }
+  // A committed file "f" (a block blob) with the names "g" and "h" linked to
+  // it, written by another mount: `m` reads it cold. Returns the inode.
+  uint64_t LinkedFile(const std::string& content) {
+    Mount writer = NewMount("writer");
+    Commit(writer, "f", content);
+    writer.data->CommitDue();
+    auto f = writer.ns->Lookup(kRootIno, "f");
+    EXPECT_TRUE(f.ok());
+    if (!f.ok()) return 0;
+    EXPECT_TRUE(writer.ns->Link(f->ino, kRootIno, "g").ok());
+    EXPECT_TRUE(writer.ns->Link(f->ino, kRootIno, "h").ok());
+    return f->ino;
+  }
+  // A hard-linked file open through one name while every name goes, the
+  // blob's name ("f") neither first nor last: it works through its
+  // descriptor (st_nlink counting down to 0) until its last close, then the
+  // record and the blob are gone, with no conflict copy.
+  void LinkedOpenFileSequence(bool last_by_rename) {
+    const std::string content = Pattern(5 * kBlock + 123, 7);
+    const uint64_t ino = LinkedFile(content);
+    Mount m = NewMount("reader");
+    ASSERT_EQ(OpenExisting(m, "g"), ino);
+    EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 3u);
+    ASSERT_TRUE(Unlink(m, "g").ok()) << "the name it was opened by";
+    EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 2u);
+    Write(m, ino, "through g", 0);
+    std::string expect = content;
+    expect.replace(0, 9, "through g");
+    ASSERT_TRUE(m.data->Sync(ino).ok());
+    ASSERT_TRUE(Unlink(m, "f").ok()) << "the blob's name: it moves to h";
+    EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 1u);
+    EXPECT_EQ(ReadAll(m, ino, expect.size()), expect);
+    Write(m, ino, "after f", 100);
+    expect.replace(100, 7, "after f");
+    ASSERT_TRUE(m.data->Sync(ino).ok());
+    {
+      Mount other = NewMount("other");
+      EXPECT_EQ(ReadFile(other, kRootIno, "h"), expect) << "h keeps the data";
+    }
+    EXPECT_EQ(ConflictCopies(m), 0);
+    if (last_by_rename) {
+      RenameOver(m, "h", ino, "the new h");
+    } else {
+      ASSERT_TRUE(Unlink(m, "h").ok()) << "the last name";
+      EXPECT_TRUE(m.ns->Lookup(kRootIno, "h").status().Is(Code::kNotFound));
+    }
+    EXPECT_EQ(InodeRecords(), 0u);
+    UseWithNoNameLeft(m, ino, expect);
+    m.data->CommitDue();
+    EXPECT_EQ(InodeRecords(), 0u);
+    EXPECT_EQ(Blobs(), last_by_rename ? 1u : 0u) << "the new h's alone";
+    if (last_by_rename) {
+      EXPECT_EQ(Blob("h"), "the new h");
+    }
+    EXPECT_EQ(ConflictCopies(m), 0);
+    EXPECT_TRUE(m.blocks->Journaled().empty());
   }
 };
 
@@ -163,13 +256,7 @@ TEST_F(UnlinkedTest, ARenameOverAnOpenFileKeepsTheOldDataForItsReader) {
   const std::string old_data = Pattern(3 * kBlock + 5, 1);
   uint64_t old_ino = 0;
   Mount m = ColdReader(old_data, &old_ino);  // "f", nothing read yet
-  Commit(m, "tmp", "the new version");
-  m.data->BeforeRemoval(old_ino);  // as fs/fuse_ops.cc BeforeRename
-  auto orphans = m.ns->Rename(kRootIno, "tmp", kRootIno, "f", 0);
-  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
-  ASSERT_TRUE(m.ns->RemovedHere(old_ino));
-  m.data->Unlinked(old_ino, "", "");
-  for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
+  RenameOver(m, "f", old_ino, "the new version");
   EXPECT_EQ(ReadAll(m, old_ino, old_data.size()), old_data);
   EXPECT_EQ(ToStat(Fstat(m, old_ino)).st_nlink, 0u);
   Write(m, old_ino, "never committed", 0);
@@ -234,6 +321,64 @@ TEST_F(UnlinkedTest, XattrsOfAnUnlinkedOpenFileWorkThroughItsDescriptor) {
   EXPECT_TRUE(m.data->Release(ino).ok());
   m.ns->Forget(ino, 2);  // the create's and the open's lookups
   EXPECT_FALSE(m.ns->GetXattr(ino, "user.after").ok()) << "gone after the last close";
+}
+
+TEST_F(UnlinkedTest, AHardLinkedFileOpenWhileItsNamesGoWorksUntilItsLastCloseWithCommitClose) {
+  LinkedOpenFileSequence(false);
+}
+
+TEST_F(UnlinkedTest, AHardLinkedFileOpenWhileItsNamesGoWorksUntilItsLastCloseWithCommitAsync) {
+  async_threads_ = 0;
+  commit_delay_ms_ = 0;
+  LinkedOpenFileSequence(false);
+}
+
+TEST_F(UnlinkedTest, AHardLinkedFileOpenWhileItsLastNameIsRenamedOverWorksUntilItsLastClose) {
+  LinkedOpenFileSequence(true);
+}
+
+// A hard-linked file open here, nothing read yet, while every name goes:
+// the unlink of "f" moved its blob to "h", so the last unlink makes its data
+// local from the copy (it read the deleted "f" and lost the data). With the
+// service away then, the blob stays until the last close, and so does the
+// record (dropped after the blob, never before).
+class ColdLinkedTest : public UnlinkedTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(ColdLinkedTest, AColdHardLinkedFileFollowsItsMovedBlobWhenItsLastNameGoes) {
+  const bool service_away = GetParam();
+  const std::string content = Pattern(5 * kBlock + 123, 7);
+  Mount m = NewMount("reader");
+  const uint64_t ino = OpenColdWithOneNameLeft(m, content);
+  auto gone = m.ns->Unlink(kRootIno, "h");
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  EXPECT_TRUE(gone->inode_record);
+  if (service_away) plan_->FailAlways(Status(Code::kTransport, "injected"), "Read");
+  m.data->Unlinked(*gone);
+  plan_->Clear();
+  EXPECT_EQ(Blobs(), service_away ? 1u : 0u);
+  EXPECT_EQ(InodeRecords(), service_away ? 1u : 0u);
+  EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 0u);
+  EXPECT_TRUE(ReadAll(m, ino, content.size()) == content);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(Blobs(), 0u);
+  EXPECT_EQ(InodeRecords(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(ServiceAway, ColdLinkedTest, ::testing::Bool());
+
+// The same when an atomic save replaces the last name: its data is made
+// local from the moved blob before the rename's copy overwrites that blob.
+TEST_F(UnlinkedTest, AColdHardLinkedFileFollowsItsMovedBlobWhenItsLastNameIsRenamedOver) {
+  const std::string content = Pattern(5 * kBlock + 123, 7);
+  Mount m = NewMount("reader");
+  const uint64_t ino = OpenColdWithOneNameLeft(m, content);
+  RenameOver(m, "h", ino, "the new h");
+  EXPECT_EQ(ToStat(Fstat(m, ino)).st_nlink, 0u);
+  EXPECT_TRUE(ReadAll(m, ino, content.size()) == content);
+  ASSERT_TRUE(m.data->Release(ino).ok());
+  EXPECT_EQ(Blob("h"), "the new h");
+  EXPECT_EQ(Blobs(), 1u);
+  EXPECT_EQ(InodeRecords(), 0u);
 }
 
 }  // namespace

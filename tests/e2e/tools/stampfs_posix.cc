@@ -8,6 +8,11 @@
 //       read (== REF), fstat (st_nlink 0), write, ftruncate, fsync; with
 //       `recreate`, create PATH anew (O_EXCL) and write "new file" meanwhile;
 //       the old descriptor still reads the old data; close.
+//   stampfs_posix unlinked-links PATH REF NAME...           the same for a hard-linked
+//       file: PATH and every NAME are its names; after the unlink of PATH and
+//       of each NAME in turn, fstat shows st_nlink one lower.
+//   stampfs_posix fallocate-punch PATH                      fallocate(2) PUNCH_HOLE
+//   stampfs_posix rename whiteout FROM TO                   renameat2 RENAME_WHITEOUT
 //
 // Exit 0 on success; otherwise prints the errno's name (EEXIST, EINVAL...)
 // on stdout and exits 1.
@@ -22,6 +27,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -53,7 +59,8 @@ bool ReadAt(int fd, std::string* out, size_t n, off_t off) {
   return true;
 }
 
-int Unlinked(const char* path, const char* ref_path, bool recreate) {
+int Unlinked(const char* path, const char* ref_path, bool recreate,
+             const std::vector<std::string>& others) {
   std::ifstream in(ref_path, std::ios::binary);
   std::stringstream buf;
   buf << in.rdbuf();
@@ -62,6 +69,12 @@ int Unlinked(const char* path, const char* ref_path, bool recreate) {
   if (fd < 0) return Step("open");
   if (unlink(path) != 0) return Step("unlink");
   struct stat st {};
+  for (size_t i = 0; i < others.size(); ++i) {
+    if (fstat(fd, &st) != 0) return Step("fstat between unlinks");
+    const auto left = static_cast<long long>(others.size() - i);
+    if (static_cast<long long>(st.st_nlink) != left) return Wrong("st_nlink", st.st_nlink, left);
+    if (unlink(others[i].c_str()) != 0) return Step("unlink of another name");
+  }
   if (stat(path, &st) == 0 || errno != ENOENT) return Wrong("stat of the name (ENOENT)", errno, ENOENT);
   if (fstat(fd, &st) != 0) return Step("fstat");
   if (st.st_nlink != 0) return Wrong("st_nlink", static_cast<long long>(st.st_nlink), 0);
@@ -100,8 +113,9 @@ int Unlinked(const char* path, const char* ref_path, bool recreate) {
 }
 
 int Usage(const char* self) {
-  fprintf(stderr, "usage: %s rename plain|noreplace|exchange FROM TO | mknod-reg PATH | "
-          "unlinked PATH REF [recreate]\n", self);
+  fprintf(stderr, "usage: %s rename plain|noreplace|exchange|whiteout FROM TO | mknod-reg PATH | "
+          "unlinked PATH REF [recreate] | unlinked-links PATH REF NAME... | "
+          "fallocate-punch PATH\n", self);
   return 2;
 }
 
@@ -114,7 +128,17 @@ int main(int argc, char** argv) {
     return mknod(argv[2], S_IFREG | 0644, 0) == 0 ? 0 : Failed();
   }
   if (op == "unlinked" && (argc == 4 || argc == 5)) {
-    return Unlinked(argv[2], argv[3], argc == 5 && std::string(argv[4]) == "recreate");
+    return Unlinked(argv[2], argv[3], argc == 5 && std::string(argv[4]) == "recreate", {});
+  }
+  if (op == "unlinked-links" && argc >= 5) {
+    return Unlinked(argv[2], argv[3], false, std::vector<std::string>(argv + 4, argv + argc));
+  }
+  if (op == "fallocate-punch" && argc == 3) {
+    const int fd = open(argv[2], O_RDWR);
+    if (fd < 0) return Step("open");
+    const int r = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 1);
+    close(fd);
+    return r == 0 ? 0 : Failed();
   }
   if (op != "rename" || argc != 5) return Usage(argv[0]);
   const std::string mode = argv[2];
@@ -123,6 +147,8 @@ int main(int argc, char** argv) {
     flags = RENAME_NOREPLACE;
   } else if (mode == "exchange") {
     flags = RENAME_EXCHANGE;
+  } else if (mode == "whiteout") {
+    flags = RENAME_WHITEOUT;
   } else if (mode != "plain") {
     return Usage(argv[0]);
   }
