@@ -13,7 +13,9 @@
 // link.after_mark, link.after_blob_copy, link.after_blob_record,
 // link.after_unlink_name (fs/namespace_links.cc); exchange.after_intent,
 // exchange.after_swap, exchange.after_copy, exchange.after_repoint
-// (fs/namespace_exchange.cc).
+// (fs/namespace_exchange.cc); exchange.after_claim,
+// exchange.after_first_swap, exchange.after_second_swap (across
+// directories, fs/namespace_xexchange.cc).
 #pragma once
 
 namespace stampfs {

@@ -212,6 +212,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   bool replaced_linked = false;  // the target is a hard link: its record loses a name
   if (dst.ok()) {
     if (flags & kNoReplace) return Status(Code::kAlreadyExists, to->path);
+    STAMPFS_RETURN_IF_ERROR(CheckNotExchanging(*dst, to->path));
     // Two names of one file: nothing to do (POSIX).
     if (dst->GetInt64("ino") == src->GetInt64("ino")) return std::vector<std::string>{};
     auto dstate = FileStateOf(*dst, to->path);
@@ -298,6 +299,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
 
 Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::string>* orphaned,
                                bool* settled) {
+  if (intent.Across()) return FinishExchangeAcross(intent, settled);
   if (intent.exchange) return FinishExchange(intent, settled);
   *settled = false;
   const std::string from_parent = ParentPath(intent.from);
@@ -318,6 +320,15 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
   const bool src_here = src.ok() && ino_of(*src) == intent.ino;
   const bool dst_here = dst.ok() && ino_of(*dst) == intent.ino;
 
+  if (src_here && !dst_here && dst.ok()) {
+    Status busy = CheckNotExchanging(*dst, intent.to);
+    if (busy.Is(Code::kConflict)) {
+      LogWarning(intent.Describe() + ": dropped: " + busy.ToString());
+      STAMPFS_RETURN_IF_ERROR(drop_intent());
+      return busy;
+    }
+    STAMPFS_RETURN_IF_ERROR(busy);
+  }
   if (src_here && !dst_here && dst.ok() && ino_of(*dst) != intent.replaced_ino) {
     // The target was taken after the rename was decided: nothing has moved
     // yet that the taker did not overwrite; the rename cannot happen.

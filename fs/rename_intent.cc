@@ -10,6 +10,12 @@ namespace stampfs {
 namespace {
 
 constexpr char kExchangeTempPrefix[] = ".stampfs-exchange/";
+constexpr char kStashPrefix[] = "s_";
+
+std::string ParentOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
 
 std::string BinaryOr(const Entity& e, const char* name) {
   const Binary* b = e.GetBinary(name);
@@ -34,6 +40,8 @@ std::string RenameIntent::Describe() const {
          std::to_string(ino) + ")";
 }
 
+bool RenameIntent::Across() const { return exchange && ParentOf(from) != ParentOf(to); }
+
 std::string ExchangeTempBlob(const std::string& intent_id) {
   return kExchangeTempPrefix + intent_id;
 }
@@ -57,6 +65,8 @@ Entity IntentToEntity(const RenameIntent& i) {
     e.properties["ino2"] = static_cast<int64_t>(i.ino2);
     e.properties["blob2"] = i.blob2;
     e.properties["betag2"] = i.betag2;
+    for (const auto& [name, value] : i.stash) e.properties[kStashPrefix + name] = value;
+    if (i.Across()) e.properties["setag"] = i.stash_etag;
   }
   e.properties["from"] = Binary{i.from};
   e.properties["to"] = Binary{i.to};
@@ -101,6 +111,15 @@ Result<RenameIntent> IntentFromEntity(const Entity& row) {
     if (i.ino2 == 0) return Status(Code::kInvalidArgument, "intent " + row.row_key + ": incomplete exchange");
     if (const std::string* s = row.GetString("blob2")) i.blob2 = *s;
     if (const std::string* s = row.GetString("betag2")) i.betag2 = *s;
+    for (const auto& [name, value] : row.properties) {
+      if (name.compare(0, sizeof kStashPrefix - 1, kStashPrefix) == 0) {
+        i.stash[name.substr(sizeof kStashPrefix - 1)] = value;
+      }
+    }
+    if (const std::string* s = row.GetString("setag")) i.stash_etag = *s;
+    if (i.Across() && i.stash.empty()) {
+      return Status(Code::kInvalidArgument, "intent " + row.row_key + ": exchange without its entry");
+    }
   }
   return i;
 }
