@@ -447,7 +447,7 @@ class Namespace {
   Result<bool> ClaimedByLiveIntent(const Entity& e, bool exchanges_only = false);
   // kConflict (EBUSY) when `e` is claimed by a live exchange: an exchange
   // across directories may hold its other entry in its intent alone, so the
-  // name may not be removed or replaced until it is done.
+  // name may not be removed, replaced or linked until it is done.
   Status CheckNotExchanging(const Entity& e, const std::string& path);
   Status WriteIntent(RenameIntent* intent);
   // The roll-forward of an exchange (fs/namespace_exchange.cc).

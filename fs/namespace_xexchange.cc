@@ -4,8 +4,8 @@
 //   1. the intent (op "exchange") holds both entries' inodes and blobs, and
 //      the entry at `from` (A) as it was decided ("stash");
 //   2. both entries are claimed (`renaming` = intent id, If-Match): another
-//      mount's rename, exchange, unlink or rename-over of either then fails
-//      until the intent is gone;
+//      mount's rename, exchange, unlink, rename-over or link of either then
+//      fails until the intent is gone;
 //   3. `from` gets a copy of the entry at `to` (B), If-Match A's claimed row:
 //      both names read B, and A lives on in the intent alone;
 //   4. `to` gets A from the intent, If-Match B's row: the names are swapped;

@@ -126,8 +126,8 @@ TEST_F(XExchangeTest, AnUncommittedFileCommitsUnderItsNewName) {
   ExpectFirstCommitAtNewName(*m.ns, inew, "/e/b", "/d/new", "bee");
 }
 
-// Claimed, not swapped yet: another mount's unlink or rename-over of either
-// name is EBUSY, its rename or exchange of either ENOENT; nothing changes,
+// Claimed, not swapped yet: another mount's unlink, rename-over or link of
+// either name is EBUSY, its rename or exchange of either ENOENT; nothing changes,
 // and fsck --repair then finishes the exchange.
 TEST_F(XExchangeTest, OtherMountsWaitWhileBothAreClaimed) {
   ASSERT_TRUE(StopWhen([&] { return Claims(); }));
@@ -138,6 +138,7 @@ TEST_F(XExchangeTest, OtherMountsWaitWhileBothAreClaimed) {
   EXPECT_EQ(code(other.ns->Unlink(d, "a").status()), EBUSY);
   EXPECT_EQ(code(other.ns->Unlink(e, "b").status()), EBUSY);
   EXPECT_EQ(code(other.ns->Rename(d, "other", e, "b", 0).status()), EBUSY) << "rename over it";
+  EXPECT_EQ(code(other.ns->Link(InoOf(*other.ns, "/e/b"), d, "hl").status()), EBUSY) << "a link";
   EXPECT_EQ(code(other.ns->Rename(d, "a", d, "z", 0).status()), ENOENT);
   EXPECT_EQ(code(Exchange(*other.ns, "/e/b", "/d/other").status()), ENOENT);
   EXPECT_EQ(Raw("/d/a"), "f data of a");
