@@ -54,7 +54,7 @@ Result<bool> Namespace::ClaimedByLiveIntent(const Entity& e, bool exchanges_only
   if (mark.empty()) return false;
   table_requests++;
   auto other = table_.Get(options_.table, kIntentsPartition, mark);
-  if (other.ok()) return !exchanges_only || Prop(*other, "op") == "exchange";
+  if (other.ok()) return !exchanges_only || Prop(*other, "op") != "rename";
   if (other.status().Is(Code::kNotFound)) return false;
   return other.status();
 }

@@ -1,7 +1,7 @@
 // RENAME_EXCHANGE of two entries of two directories (docs/design.md,
 // "Exchange"). No transaction spans two partitions, so the swap is rolled
 // forward from an intent like a rename across directories:
-//   1. the intent (op "exchange") holds both entries' inodes and blobs, and
+//   1. the intent (op "exchange-across") holds both entries' inodes and blobs, and
 //      the entry at `from` (A) as it was decided ("stash");
 //   2. both entries are claimed (`renaming` = intent id, If-Match): another
 //      mount's rename, exchange, unlink, rename-over or link of either then

@@ -60,7 +60,9 @@ std::string NewIntentId(int64_t now_ns) {
 
 Entity IntentToEntity(const RenameIntent& i) {
   Entity e{kIntentsPartition, i.id, {}, {}};
-  e.properties["op"] = std::string(i.exchange ? "exchange" : "rename");
+  // Across directories: an op a version without it refuses to roll forward
+  // (its same-directory roll-forward would copy over the stashed file's blob).
+  e.properties["op"] = std::string(i.Across() ? kExchangeAcrossOp : i.exchange ? "exchange" : "rename");
   if (i.exchange) {
     e.properties["ino2"] = static_cast<int64_t>(i.ino2);
     e.properties["blob2"] = i.blob2;
@@ -85,12 +87,12 @@ Entity IntentToEntity(const RenameIntent& i) {
 
 Result<RenameIntent> IntentFromEntity(const Entity& row) {
   const std::string* op = row.GetString("op");
-  if (!op || (*op != "rename" && *op != "exchange")) {
+  if (!op || (*op != "rename" && *op != "exchange" && *op != kExchangeAcrossOp)) {
     return Status(Code::kInvalidArgument, "intent " + row.row_key + ": unknown operation");
   }
   RenameIntent i;
   i.id = row.row_key;
-  i.exchange = *op == "exchange";
+  i.exchange = *op != "rename";
   i.from = BinaryOr(row, "from");
   i.to = BinaryOr(row, "to");
   i.ino = static_cast<uint64_t>(row.GetInt64("ino"));
@@ -117,7 +119,7 @@ Result<RenameIntent> IntentFromEntity(const Entity& row) {
       }
     }
     if (const std::string* s = row.GetString("setag")) i.stash_etag = *s;
-    if (i.Across() && i.stash.empty()) {
+    if (i.Across() != (*op == kExchangeAcrossOp) || (i.Across() && i.stash.empty())) {
       return Status(Code::kInvalidArgument, "intent " + row.row_key + ": exchange without its entry");
     }
   }

@@ -12,8 +12,8 @@
 // by another mount before `grace`), created (ns).
 // An exchange (RENAME_EXCHANGE, op "exchange") also has ino2, blob2, betag2:
 // the entry at `to` when it was decided (fs/namespace_exchange.cc). An
-// exchange across two directories also keeps the entry at `from` as it was
-// decided: its properties as "s_<name>" and its ETag as "setag" (the only
+// exchange across two directories (op "exchange-across") also keeps the
+// entry at `from` as it was decided: its properties as "s_<name>" and its ETag as "setag" (the only
 // copy of that entry once `from` holds the other one; fs/namespace_xexchange.cc).
 #pragma once
 
@@ -25,6 +25,8 @@
 #include "storage/table_store.h"
 
 namespace stampfs {
+
+inline constexpr const char* kExchangeAcrossOp = "exchange-across";
 
 // The entry property naming the intent that claimed the entry for a rename.
 inline constexpr const char* kRenamingProperty = "renaming";

@@ -126,6 +126,25 @@ TEST_F(XExchangeTest, AnUncommittedFileCommitsUnderItsNewName) {
   ExpectFirstCommitAtNewName(*m.ns, inew, "/e/b", "/d/new", "bee");
 }
 
+// The intent keeps the entry at /d/a whole, under an op that versions
+// knowing only same-directory exchanges refuse (their roll-forward would
+// copy over /d/a's blob).
+TEST_F(XExchangeTest, TheIntentHoldsTheFirstEntryUnderItsOwnOp) {
+  ASSERT_TRUE(StopWhen([&] { return Claims(); }));
+  auto rows = table_->QueryPartition(kTable, kIntentsPartition);
+  ASSERT_TRUE(rows.ok() && rows->size() == 1);
+  EXPECT_EQ(*rows->front().GetString("op"), "exchange-across");
+  auto intent = IntentFromEntity(rows->front());
+  ASSERT_TRUE(intent.ok()) << intent.status().ToString();
+  EXPECT_TRUE(intent->Across());
+  Entity a = *Row("/d/a");
+  a.properties.erase(kRenamingProperty);
+  EXPECT_EQ(intent->stash, a.properties);
+  Entity same_op = rows->front();
+  same_op.properties["op"] = std::string("exchange");
+  EXPECT_FALSE(IntentFromEntity(same_op).ok()) << "an across intent is never read as another";
+}
+
 // Claimed, not swapped yet: another mount's unlink, rename-over or link of
 // either name is EBUSY, its rename or exchange of either ENOENT; nothing changes,
 // and fsck --repair then finishes the exchange.
