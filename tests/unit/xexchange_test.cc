@@ -168,6 +168,22 @@ TEST_F(XExchangeTest, OtherMountsWaitWhileBothAreClaimed) {
   ExpectExchanged();
 }
 
+// A rename over a claimed name decided before the claim (its intent rolled
+// forward by another mount) is dropped with EBUSY, nothing moved; the
+// exchange then finishes.
+TEST_F(XExchangeTest, ARenameRolledForwardOverAClaimedNameIsDropped) {
+  ASSERT_TRUE(StopWhen([&] { return Claims(); }));
+  IntentOfALiveMount();
+  WriteIntent("/d/other", "/e/b", NowNs() - 3600'000'000'000LL);  // past the grace period
+  Mount other = NewMount();  // its Init rolls the rename forward
+  EXPECT_EQ(Raw("/e/b"), "f bee");
+  EXPECT_EQ(Raw("/d/other"), "f other");
+  EXPECT_EQ(Intents(), 1u) << "only the exchange's is left";
+  FsckReport repaired = Fsck(true);
+  EXPECT_TRUE(repaired.clean()) << Findings(repaired);
+  ExpectExchanged();
+}
+
 // Halfway (the entry at /e/b copied to /d/a, /d/a's entry in the intent
 // alone): both names read B's file on every mount, neither can be removed;
 // the next mount finishes it.
