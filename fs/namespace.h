@@ -383,6 +383,10 @@ class Namespace {
                                     BatchError* error);
   Result<std::vector<std::string>> Exchange(uint64_t parent, const std::string& name,
                                             uint64_t new_parent, const std::string& new_name);
+  // Across two directories (fs/namespace_xexchange.cc). False: dropped with
+  // nothing moved (an entry changed before its claim; decide again).
+  Result<bool> ExchangeAcross(const Located& from, const Located& to, const Entity& a,
+                              const Entity& b);
   Status ConfirmNotFound(const std::vector<TableOperation>& ops, BatchError* err);
   static Status ApplySetAttr(const SetAttrRequest& req, Entity* entity);
   std::string SyncBlobAttrs(const FileState& st, const SetAttrRequest& req);
@@ -452,10 +456,15 @@ class Namespace {
   Status FinishRename(const RenameIntent& intent, std::vector<std::string>* orphaned,
                       bool* settled);
   Status ClaimForRename(const RenameIntent& intent, Entity* src);
-  Result<bool> ClaimedByLiveIntent(const Entity& e);
+  Result<bool> ClaimedByLiveIntent(const Entity& e, bool exchanges_only = false);
+  // kConflict (EBUSY) when `e` is claimed by a live exchange: an exchange
+  // across directories may hold its other entry in its intent alone, so the
+  // name may not be removed, replaced or linked until it is done.
+  Status CheckNotExchanging(const Entity& e, const std::string& path);
   Status WriteIntent(RenameIntent* intent);
   // The roll-forward of an exchange (fs/namespace_exchange.cc).
   Status FinishExchange(const RenameIntent& intent, bool* settled);
+  Status FinishExchangeAcross(const RenameIntent& intent, bool* settled);
   Status FinishPendingRenames();  // REQUIRES: rename_mu_
   bool MayTakeOver(const RenameIntent& intent) const;
   Status MoveChildren(const std::string& from, const std::string& to, uint64_t dir_ino);

@@ -10,9 +10,10 @@
 // goes to a temporary name first (ExchangeTempBlob). Every step is decided
 // from what the table holds, so a crash at any point is finished by the next
 // mount or fsck --repair (FinishRename hands exchange intents here).
-// Refused with EINVAL: directories (their entries are keyed by their path),
-// hard-linked names (their blob and paths are the inode record's) and two
-// entries of two directories (no transaction spans two partitions).
+// Two entries of two directories (no transaction spans two partitions) are
+// swapped by a roll-forward from an intent: fs/namespace_xexchange.cc.
+// Refused with EINVAL: directories (their entries are keyed by their path)
+// and hard-linked names (their blob and paths are the inode record's).
 #include <sys/stat.h>
 #include <map>
 
@@ -46,15 +47,23 @@ std::string BlobNamed(const Entity& e) { return IsFile(e) ? Prop(e, "blob") : st
 
 }  // namespace
 
-// Whether `e` is claimed by a rename or exchange whose intent still exists.
-Result<bool> Namespace::ClaimedByLiveIntent(const Entity& e) {
+// Whether `e` is claimed by a rename or exchange (`exchanges_only`: an
+// exchange) whose intent still exists.
+Result<bool> Namespace::ClaimedByLiveIntent(const Entity& e, bool exchanges_only) {
   const std::string& mark = Prop(e, kRenamingProperty);
   if (mark.empty()) return false;
   table_requests++;
   auto other = table_.Get(options_.table, kIntentsPartition, mark);
-  if (other.ok()) return true;
+  if (other.ok()) return !exchanges_only || Prop(*other, "op") != "rename";
   if (other.status().Is(Code::kNotFound)) return false;
   return other.status();
+}
+
+Status Namespace::CheckNotExchanging(const Entity& e, const std::string& path) {
+  auto claimed = ClaimedByLiveIntent(e, true);
+  STAMPFS_RETURN_IF_ERROR(claimed);
+  if (*claimed) return Status(Code::kConflict, path + " is being exchanged by another mount");
+  return Status::Ok();
 }
 
 // REQUIRES: rename_mu_
@@ -91,9 +100,6 @@ Result<std::vector<std::string>> Namespace::Exchange(uint64_t parent, const std:
     auto b = FetchEntry(to->parent_path, new_name, true);
     STAMPFS_RETURN_IF_ERROR(b);
     if (from->path == to->path) return std::vector<std::string>{};
-    if (from->parent_path != to->parent_path) {
-      return Status(Code::kInvalidArgument, "RENAME_EXCHANGE across directories is not supported");
-    }
     for (const Entity* e : {&*a, &*b}) {
       if (EntryType(*e) == S_IFDIR || IsLinkName(*e)) {
         return Status(Code::kInvalidArgument,
@@ -102,6 +108,14 @@ Result<std::vector<std::string>> Namespace::Exchange(uint64_t parent, const std:
       auto claimed = ClaimedByLiveIntent(*e);
       STAMPFS_RETURN_IF_ERROR(claimed);
       if (*claimed) return Status(Code::kNotFound, from->path + " is being renamed by another mount");
+    }
+    if (from->parent_path != to->parent_path) {
+      auto done = ExchangeAcross(*from, *to, *a, *b);
+      STAMPFS_RETURN_IF_ERROR(done);
+      if (!*done) continue;  // an entry changed before its claim: decide again
+      inodes_.Move(InoOf(*a), new_parent, new_name);
+      inodes_.Move(InoOf(*b), parent, name);
+      return std::vector<std::string>{};
     }
     const bool data = HasData(*a) || HasData(*b);
     RenameIntent intent;
@@ -259,7 +273,27 @@ Status Namespace::FinishExchange(const RenameIntent& intent, bool* settled) {
         }
       }
     }
-    if (!next) break;  // every entry there names its path's blob
+    if (!next) {
+      // Every entry there names its path's blob; claims this exchange left
+      // on entries that needed no move (across directories) go.
+      Side* marked = nullptr;
+      for (Side& s : sides) {
+        if (s.e && Prop(*s.e, kRenamingProperty) == intent.id) marked = &s;
+      }
+      if (!marked) break;
+      Entity released = *marked->e;
+      released.etag.clear();
+      released.properties.erase(kRenamingProperty);
+      BatchError err;
+      auto r = CommitInDirectory(ParentPath(marked->path),
+                                 {TableOperation::Replace(released, Condition::IfMatch(marked->e->etag))},
+                                 &err, false);
+      if (!r.ok() && !(err.failed_index == 0 && (r.status().Is(Code::kPreconditionFailed) ||
+                                                  r.status().Is(Code::kNotFound)))) {
+        return r.status();
+      }
+      continue;
+    }
     Status s = move(*next, target);
     if (!s.ok() && !s.Is(Code::kPreconditionFailed) && !s.Is(Code::kNotFound)) return s;
   }

@@ -1,6 +1,7 @@
 // Roll-forward of unfinished renames (fs/rename_intent.h): at mount start
 // (Namespace::Init), by fsck --repair, and before this mount's next rename.
-// Also the start of -o discover (fs/discovery.h).
+// Also the start of -o discover (fs/discovery.h), and the claim of a
+// rename's source.
 #include <signal.h>
 #include <unistd.h>
 
@@ -98,6 +99,36 @@ Status Namespace::FinishPendingRenames() {
       return s.WithContext("finishing an earlier " + pending_renames_.front().Describe());
     pending_renames_.erase(pending_renames_.begin());
   }
+  return Status::Ok();
+}
+
+// Marks `src` (the source entry, read fresh) with the intent's id, If-Match
+// its ETag. A mark of another intent that still exists means another rename
+// of this entry was decided first: kNotFound. A mark whose intent is gone is
+// stale (a rename undone or dropped) and is taken over.
+Status Namespace::ClaimForRename(const RenameIntent& intent, Entity* src) {
+  const std::string* mark = src->GetString(kRenamingProperty);
+  if (mark && *mark == intent.id) return Status::Ok();
+  if (mark && !mark->empty()) {
+    table_requests++;
+    auto other = table_.Get(options_.table, kIntentsPartition, *mark);
+    if (other.ok())
+      return Status(Code::kNotFound, intent.from + " is being renamed by another mount");
+    if (!other.status().Is(Code::kNotFound)) return other.status();
+  }
+  Entity claim = *src;
+  claim.etag.clear();
+  claim.properties[kRenamingProperty] = intent.id;
+  BatchError err;
+  auto r = CommitInDirectory(ParentPath(intent.from),
+                             {TableOperation::Replace(claim, Condition::IfMatch(src->etag))}, &err);
+  if (!r.ok() && err.failed_index == 0 &&
+      (r.status().Is(Code::kPreconditionFailed) || r.status().Is(Code::kNotFound))) {
+    return Status(Code::kNotFound, intent.from + " was changed or renamed by another mount");
+  }
+  STAMPFS_RETURN_IF_ERROR(r);
+  src->properties[kRenamingProperty] = intent.id;
+  src->etag = r->etags[0];
   return Status::Ok();
 }
 

@@ -145,6 +145,7 @@ Result<Attr> Namespace::Link(uint64_t ino, uint64_t new_parent, const std::strin
     auto attr = AttrFromEntity(*name);
     STAMPFS_RETURN_IF_ERROR(attr);
     if (attr->IsDir()) return Status(Code::kNotPermitted, path + ": hard link to a directory");
+    STAMPFS_RETURN_IF_ERROR(CheckNotExchanging(*name, path));
     // Symlinks and special files have no blob: their record holds the
     // target or rdev, and nothing waits for a commit.
     if (attr->IsRegular() && !name->GetString("betag") && !IsLinkName(*name)) {

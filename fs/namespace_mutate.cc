@@ -239,6 +239,7 @@ Result<FileState> Namespace::Unlink(uint64_t parent, const std::string& name) {
     auto state = FileStateOf(*entry, loc->path);
     STAMPFS_RETURN_IF_ERROR(state);
     if (state->attr.IsDir()) return Status(Code::kIsADirectory, loc->path);
+    STAMPFS_RETURN_IF_ERROR(CheckNotExchanging(*entry, loc->path));
     if (IsLinkName(*entry)) {
       auto linked = UnlinkLinked(*loc, state->attr.ino);
       if (linked.status().Is(Code::kPreconditionFailed)) continue;

@@ -213,6 +213,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
   bool replaced_linked = false;  // the target is a hard link: its record loses a name
   if (dst.ok()) {
     if (flags & kNoReplace) return Status(Code::kAlreadyExists, to->path);
+    STAMPFS_RETURN_IF_ERROR(CheckNotExchanging(*dst, to->path));
     // Two names of one file: nothing to do (POSIX).
     if (dst->GetInt64("ino") == src->GetInt64("ino")) return std::vector<std::string>{};
     auto dstate = FileStateOf(*dst, to->path);
@@ -299,6 +300,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
 
 Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::string>* orphaned,
                                bool* settled) {
+  if (intent.Across()) return FinishExchangeAcross(intent, settled);
   if (intent.exchange) return FinishExchange(intent, settled);
   *settled = false;
   const std::string from_parent = ParentPath(intent.from);
@@ -319,17 +321,21 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
   const bool src_here = src.ok() && ino_of(*src) == intent.ino;
   const bool dst_here = dst.ok() && ino_of(*dst) == intent.ino;
 
-  if (src_here && !dst_here && dst.ok() && ino_of(*dst) != intent.replaced_ino) {
-    // The target was taken after the rename was decided: nothing has moved
-    // yet that the taker did not overwrite; the rename cannot happen.
-    auto dattr = AttrFromEntity(*dst);
-    Status refused;
-    if (intent.no_replace || !dattr.ok()) {
-      refused = Status(Code::kAlreadyExists, intent.to);
-    } else if (intent.is_dir != dattr->IsDir()) {
-      refused = Status(intent.is_dir ? Code::kNotADirectory : Code::kIsADirectory, intent.to);
-    } else if (dattr->IsDir()) {
-      refused = StatusOf(CheckEmpty(PartitionKeyForDirectory(intent.to)));
+  if (src_here && !dst_here && dst.ok()) {
+    // A target another mount is exchanging (EBUSY), or one taken after the
+    // rename was decided: nothing has moved yet that the taker did not
+    // overwrite; the rename cannot happen.
+    Status refused = CheckNotExchanging(*dst, intent.to);
+    if (!refused.ok() && !refused.Is(Code::kConflict)) return refused;
+    if (refused.ok() && ino_of(*dst) != intent.replaced_ino) {
+      auto dattr = AttrFromEntity(*dst);
+      if (intent.no_replace || !dattr.ok()) {
+        refused = Status(Code::kAlreadyExists, intent.to);
+      } else if (intent.is_dir != dattr->IsDir()) {
+        refused = Status(intent.is_dir ? Code::kNotADirectory : Code::kIsADirectory, intent.to);
+      } else if (dattr->IsDir()) {
+        refused = StatusOf(CheckEmpty(PartitionKeyForDirectory(intent.to)));
+      }
     }
     if (!refused.ok()) {
       LogWarning(intent.Describe() + ": dropped: " + refused.ToString());
@@ -455,36 +461,6 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
     cache_->DropPartition(PartitionKeyForDirectory(intent.to)).PermitUnchecked();
   }
   return drop_intent();
-}
-
-// Marks `src` (the source entry, read fresh) with the intent's id, If-Match
-// its ETag. A mark of another intent that still exists means another rename
-// of this entry was decided first: kNotFound. A mark whose intent is gone is
-// stale (a rename undone or dropped) and is taken over.
-Status Namespace::ClaimForRename(const RenameIntent& intent, Entity* src) {
-  const std::string* mark = src->GetString(kRenamingProperty);
-  if (mark && *mark == intent.id) return Status::Ok();
-  if (mark && !mark->empty()) {
-    table_requests++;
-    auto other = table_.Get(options_.table, kIntentsPartition, *mark);
-    if (other.ok())
-      return Status(Code::kNotFound, intent.from + " is being renamed by another mount");
-    if (!other.status().Is(Code::kNotFound)) return other.status();
-  }
-  Entity claim = *src;
-  claim.etag.clear();
-  claim.properties[kRenamingProperty] = intent.id;
-  BatchError err;
-  auto r = CommitInDirectory(ParentPath(intent.from),
-                             {TableOperation::Replace(claim, Condition::IfMatch(src->etag))}, &err);
-  if (!r.ok() && err.failed_index == 0 &&
-      (r.status().Is(Code::kPreconditionFailed) || r.status().Is(Code::kNotFound))) {
-    return Status(Code::kNotFound, intent.from + " was changed or renamed by another mount");
-  }
-  STAMPFS_RETURN_IF_ERROR(r);
-  src->properties[kRenamingProperty] = intent.id;
-  src->etag = r->etags[0];
-  return Status::Ok();
 }
 
 // Moves every entry of directory `from` (recursively) to directory `to`

@@ -10,6 +10,12 @@ namespace stampfs {
 namespace {
 
 constexpr char kExchangeTempPrefix[] = ".stampfs-exchange/";
+constexpr char kStashPrefix[] = "s_";
+
+std::string ParentOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
 
 std::string BinaryOr(const Entity& e, const char* name) {
   const Binary* b = e.GetBinary(name);
@@ -34,6 +40,8 @@ std::string RenameIntent::Describe() const {
          std::to_string(ino) + ")";
 }
 
+bool RenameIntent::Across() const { return exchange && ParentOf(from) != ParentOf(to); }
+
 std::string ExchangeTempBlob(const std::string& intent_id) {
   return kExchangeTempPrefix + intent_id;
 }
@@ -52,11 +60,15 @@ std::string NewIntentId(int64_t now_ns) {
 
 Entity IntentToEntity(const RenameIntent& i) {
   Entity e{kIntentsPartition, i.id, {}, {}};
-  e.properties["op"] = std::string(i.exchange ? "exchange" : "rename");
+  // Across directories: an op a version without it refuses to roll forward
+  // (its same-directory roll-forward would copy over the stashed file's blob).
+  e.properties["op"] = std::string(i.Across() ? kExchangeAcrossOp : i.exchange ? "exchange" : "rename");
   if (i.exchange) {
     e.properties["ino2"] = static_cast<int64_t>(i.ino2);
     e.properties["blob2"] = i.blob2;
     e.properties["betag2"] = i.betag2;
+    for (const auto& [name, value] : i.stash) e.properties[kStashPrefix + name] = value;
+    if (i.Across()) e.properties["setag"] = i.stash_etag;
   }
   e.properties["from"] = Binary{i.from};
   e.properties["to"] = Binary{i.to};
@@ -75,12 +87,12 @@ Entity IntentToEntity(const RenameIntent& i) {
 
 Result<RenameIntent> IntentFromEntity(const Entity& row) {
   const std::string* op = row.GetString("op");
-  if (!op || (*op != "rename" && *op != "exchange")) {
+  if (!op || (*op != "rename" && *op != "exchange" && *op != kExchangeAcrossOp)) {
     return Status(Code::kInvalidArgument, "intent " + row.row_key + ": unknown operation");
   }
   RenameIntent i;
   i.id = row.row_key;
-  i.exchange = *op == "exchange";
+  i.exchange = *op != "rename";
   i.from = BinaryOr(row, "from");
   i.to = BinaryOr(row, "to");
   i.ino = static_cast<uint64_t>(row.GetInt64("ino"));
@@ -101,6 +113,15 @@ Result<RenameIntent> IntentFromEntity(const Entity& row) {
     if (i.ino2 == 0) return Status(Code::kInvalidArgument, "intent " + row.row_key + ": incomplete exchange");
     if (const std::string* s = row.GetString("blob2")) i.blob2 = *s;
     if (const std::string* s = row.GetString("betag2")) i.betag2 = *s;
+    for (const auto& [name, value] : row.properties) {
+      if (name.compare(0, sizeof kStashPrefix - 1, kStashPrefix) == 0) {
+        i.stash[name.substr(sizeof kStashPrefix - 1)] = value;
+      }
+    }
+    if (const std::string* s = row.GetString("setag")) i.stash_etag = *s;
+    if (i.Across() != (*op == kExchangeAcrossOp) || (i.Across() && i.stash.empty())) {
+      return Status(Code::kInvalidArgument, "intent " + row.row_key + ": exchange without its entry");
+    }
   }
   return i;
 }

@@ -11,16 +11,22 @@
 // host, pid, mount (who wrote it: a live mount's intents are not taken over
 // by another mount before `grace`), created (ns).
 // An exchange (RENAME_EXCHANGE, op "exchange") also has ino2, blob2, betag2:
-// the entry at `to` when it was decided (fs/namespace_exchange.cc).
+// the entry at `to` when it was decided (fs/namespace_exchange.cc). An
+// exchange across two directories (op "exchange-across") also keeps the
+// entry at `from` as it was decided: its properties as "s_<name>" and its ETag as "setag" (the only
+// copy of that entry once `from` holds the other one; fs/namespace_xexchange.cc).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "storage/status.h"
 #include "storage/table_store.h"
 
 namespace stampfs {
+
+inline constexpr const char* kExchangeAcrossOp = "exchange-across";
 
 // The entry property naming the intent that claimed the entry for a rename.
 inline constexpr const char* kRenamingProperty = "renaming";
@@ -34,6 +40,11 @@ struct RenameIntent {
   bool exchange = false;
   uint64_t ino2 = 0;
   std::string blob2, betag2;
+  // Across two directories: the entry at `from` (its properties, without a
+  // claim) and the ETag of the row they were read from.
+  std::map<std::string, PropertyValue> stash;
+  std::string stash_etag;
+  bool Across() const;  // an exchange of entries of two directories
   bool is_dir = false;
   bool no_replace = false;
   uint64_t replaced_ino = 0;  // the target entry the rename was decided to replace (0: none)

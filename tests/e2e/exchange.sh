@@ -11,7 +11,9 @@
 # with a symlink; the same in commit=close mode; a cold remount; kill -9 at
 # each exchange crash point (builds with -DSTAMPFS_FAULT_POINTS=ON) leaves
 # both names readable, each with one of the two files, and the next mount
-# finishes it; fsck clean; what stays refused (EINVAL).
+# finishes it; the same across two directories (files with data, a symlink,
+# a FIFO; kill -9 at each of its crash points); fsck clean; what stays
+# refused (EINVAL).
 # shellcheck source-path=SCRIPTDIR
 # shellcheck disable=SC2317
 source "$(dirname "$0")/lib.bash" "$@"
@@ -30,6 +32,14 @@ blob_sums() {
   for b in $(blob_names | grep "^$1"); do echo "$b:$(blob_of "$b" | sha1sum | cut -c1-12)"; done
 }
 sum_of() { sha1sum <"$1" | cut -c1-12; }
+# check_exchange LABEL A B: RENAME_EXCHANGE of A and B swaps their inode numbers.
+check_exchange() {
+  local ia ib
+  ia=$(stat -c %i "$2")
+  ib=$(stat -c %i "$3")
+  check "$1" "$POSIX" rename exchange "$2" "$3"
+  check_eq "$1: inode numbers swapped" "$ib $ia" eval "echo \$(stat -c %i $(printf '%q %q' "$2" "$3"))"
+}
 
 e2e_mount
 X=$M/x
@@ -39,12 +49,9 @@ head -c 3000000 /dev/urandom >"$E2E_TMP/big"
 section "two files with data in one directory"
 run "write them" eval 'echo "small one" >"$X/f1" && cp "$E2E_TMP/big" "$X/f2"'
 e2e_sync
-i1=$(stat -c %i "$X/f1")
-i2=$(stat -c %i "$X/f2")
-check "RENAME_EXCHANGE" "$POSIX" rename exchange "$X/f1" "$X/f2"
+check_exchange "RENAME_EXCHANGE" "$X/f1" "$X/f2"
 check "f1 holds the big file" cmp "$E2E_TMP/big" "$X/f1"
 check_eq "f2 holds the small one" "small one" cat "$X/f2"
-check_eq "inode numbers swapped" "$i2 $i1" eval 'echo $(stat -c %i "$X/f1" "$X/f2")'
 check_eq "sizes swapped" "3000000 10" eval 'echo $(stat -c %s "$X/f1" "$X/f2")'
 check_eq "each blob under the path whose data it is" \
   "x/f1:$(sum_of "$E2E_TMP/big") x/f2:$(echo "small one" | sha1sum | cut -c1-12)" eval 'echo $(blob_sums x/)'
@@ -80,12 +87,32 @@ e2e_remount fresh
 check_eq "the same after a cold remount" "$expected" \
   eval 'echo $(sum_of "$X/f1") $(sum_of "$X/n1") $(sum_of "$X/sl") $(readlink "$X/f2")'
 
+section "across two directories"
+run "y/f with data, y/sl a symlink, y/p a FIFO" eval 'mkdir "$M/y" && echo y >"$M/y/f" && ln -s ytarget "$M/y/sl" && mkfifo "$M/y/p"'
+e2e_sync
+check_exchange "x/f1 <-> y/f" "$X/f1" "$M/y/f"
+check_eq "... swapped" "y|fresh data" eval 'echo "$(cat "$X/f1")|$(cat "$M/y/f")"'
+check_eq "... each blob under the path whose data it is" "y|fresh data" \
+  eval 'echo "$(blob_of x/f1)|$(blob_of y/f)"'
+check "x/sl (the big file) <-> y/sl (a symlink)" "$POSIX" rename exchange "$X/sl" "$M/y/sl"
+check_eq "... swapped" "ytarget" readlink "$X/sl"
+check "... y/sl holds the big file" cmp "$E2E_TMP/big" "$M/y/sl"
+check "x/n1 <-> y/p (a FIFO)" "$POSIX" rename exchange "$X/n1" "$M/y/p"
+check_eq "... swapped" "fifo|small one" eval 'echo "$(stat -c %F "$X/n1" | cut -d" " -f1)|$(cat "$M/y/p")"'
+check_eq "... blobs follow, no other blob" "x/f1 x/w1 x/w2 y/f y/p y/sl" \
+  eval 'echo $(blob_names | grep -v "^x/c[12]$")'
+expected="$(cat "$X/f1")|$(cat "$M/y/f")|$(readlink "$X/sl")|$(sum_of "$M/y/sl")|$(cat "$M/y/p")"
+e2e_remount fresh
+check_eq "the same after a cold remount" "$expected" \
+  eval 'echo "$(cat "$X/f1")|$(cat "$M/y/f")|$(readlink "$X/sl")|$(sum_of "$M/y/sl")|$(cat "$M/y/p")"'
+
 section "what stays refused"
-run "a directory, a hard link, another directory" eval 'mkdir "$X/dir" "$M/y" && echo y >"$M/y/f" && ln "$X/w1" "$X/hl"'
+run "a directory, a hard link" eval 'mkdir "$X/dir" && ln "$X/w1" "$X/hl"'
 check_eq "a directory: EINVAL" "EINVAL" errno_of rename exchange "$X/f1" "$X/dir"
+check_eq "a directory in another directory: EINVAL" "EINVAL" errno_of rename exchange "$M/y/f" "$X/dir"
 check_eq "a hard-linked name: EINVAL" "EINVAL" errno_of rename exchange "$X/f1" "$X/hl"
-check_eq "across directories: EINVAL" "EINVAL" errno_of rename exchange "$X/f1" "$M/y/f"
-check_eq "... untouched" "fresh data|y" eval 'echo "$(cat "$X/f1")|$(cat "$M/y/f")"'
+check_eq "a hard-linked name in another directory: EINVAL" "EINVAL" errno_of rename exchange "$M/y/f" "$X/hl"
+check_eq "... untouched" "y|fresh data" eval 'echo "$(cat "$X/f1")|$(cat "$M/y/f")"'
 e2e_unmount
 check "fsck is clean" "$E2E_STAMPFS" fsck "$E2E_CONTAINER"
 
@@ -115,6 +142,24 @@ for point in exchange.after_intent exchange.after_swap exchange.after_copy excha
   check_eq "$point: each blob holds its name's data" "$(cat "$K/a")|$(cat "$K/b")" \
     eval 'echo "$(blob_of "${K#"$M"/}/a")|$(blob_of "${K#"$M"/}/b")"'
   check_eq "$point: no other blob" "" eval 'blob_names | grep -v "^x/\|^y/\|^k-exchange\.[a-z_]*/[ab]\$" || true'
+done
+# Across two directories every crash point ends exchanged: the intent is
+# written first and rolled forward (claims, one name, the other, blobs).
+for point in exchange.after_intent exchange.after_claim exchange.after_first_swap \
+  exchange.after_second_swap exchange.after_copy exchange.after_repoint; do
+  K=$M/kx-$point
+  mkdir -p "$K/p" "$K/q"
+  echo "data of a" >"$K/p/a"
+  echo "data of b" >"$K/q/b"
+  e2e_crash_at "$point" "'$POSIX' rename exchange '$K/p/a' '$K/q/b'"
+  [[ $(cat "$E2E_TMP/crash.out") == skipped ]] && break
+  check_eq "across, $point: the daemon died there" killed cat "$E2E_TMP/crash.out"
+  check_eq "across, $point: finished by the next mount" "data of b|data of a" \
+    eval 'echo "$(cat "$K/p/a")|$(cat "$K/q/b")"'
+  check_eq "across, $point: each blob holds its name's data" "data of b|data of a" \
+    eval 'echo "$(blob_of "${K#"$M"/}/p/a")|$(blob_of "${K#"$M"/}/q/b")"'
+  check_eq "across, $point: no other blob" "" \
+    eval 'blob_names | grep -v "^x/\|^y/\|^k-exchange\.[a-z_]*/[ab]\$\|^kx-exchange\.[a-z_]*/\(p/a\|q/b\)\$" || true'
 done
 e2e_unmount
 check "fsck is clean after the crashes" "$E2E_STAMPFS" fsck "$E2E_CONTAINER"

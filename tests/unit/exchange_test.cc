@@ -9,15 +9,13 @@
 #include "fs/hard_links.h"
 #include "fs/import.h"
 #include "fs/rename_view.h"
-#include "tests/unit/rename_fixture.h"
+#include "tests/unit/exchange_fixture.h"
 
 namespace stampfs {
 namespace {
 
-class ExchangeTest : public RenameFixture {
+class ExchangeTest : public ExchangeFixture {
  protected:
-  void SetUp() override { Reset(); }
-
   // /d/a ("data of a"), /d/b ("bee"), /d/s -> "ts", /d/sub/, /d/new (no data yet).
   void MakeDir(Namespace& ns) {
     uint64_t d = Dir(ns, kRootIno, "d");
@@ -26,48 +24,6 @@ class ExchangeTest : public RenameFixture {
     ASSERT_TRUE(ns.Symlink(d, "s", "ts", 0, 0).ok());
     Dir(ns, d, "sub");
     ASSERT_TRUE(ns.Create(d, "new", 0644, 0, 0).ok());
-  }
-
-  Result<std::vector<std::string>> Exchange(Namespace& ns, const std::string& x,
-                                            const std::string& y) {
-    return ns.Rename(InoOf(ns, ParentPath(x)), BaseName(x), InoOf(ns, ParentPath(y)), BaseName(y),
-                     Namespace::kExchange);
-  }
-
-  // What the table says path `p` holds, read straight from the stores (no
-  // roll-forward): "f <data of the blob its entry names>", "l <target>", ...
-  std::string Raw(const std::string& p) {
-    auto e = table_->Get(kTable, PartitionKeyForDirectory(ParentPath(p)), RowKeyForName(BaseName(p)));
-    if (!e.ok()) return "<" + e.status().ToString() + ">";
-    if (EntryType(*e) == S_IFLNK) return "l " + e->GetBinary("target")->bytes;
-    if (EntryType(*e) != S_IFREG) return "other";
-    const std::string* betag = e->GetString("betag");
-    if (!betag || betag->empty()) return "f ";
-    auto data = blobs_->ReadToString(kContainer, *e->GetString("blob"), 0, 0, Condition::IfMatch(*betag));
-    return "f " + (data.ok() ? *data : "<" + data.status().ToString() + ">");
-  }
-
-  // A new mount's view, a file without data (its blob read fails) as "f ".
-  Tree View() {
-    Tree t = Snapshot();
-    for (auto& [path, what] : t) {
-      if (what.rfind("f <", 0) == 0) what = "f ";
-    }
-    return t;
-  }
-
-  // The blobs `tree` has: one per file with data, under its path.
-  static std::set<std::string> DataBlobs(const Tree& tree) {
-    std::set<std::string> out;
-    for (const auto& [path, what] : tree) {
-      if (what.size() > 2 && what[0] == 'f') out.insert(BlobNameFor(path));
-    }
-    return out;
-  }
-
-  std::string BlobData(const std::string& path) {
-    auto data = blobs_->ReadToString(kContainer, BlobNameFor(path), 0, 0, Condition::None());
-    return data.ok() ? *data : "<" + data.status().ToString() + ">";
   }
 };
 
@@ -124,14 +80,7 @@ TEST_F(ExchangeTest, AnUncommittedFileSwappedWithDataCommitsUnderItsNewName) {
   MakeDir(*m.ns);
   const uint64_t inew = InoOf(*m.ns, "/d/new");
   ASSERT_TRUE(Exchange(*m.ns, "/d/new", "/d/a").ok());
-  auto st = m.ns->GetFile(inew, true);
-  ASSERT_TRUE(st.ok());
-  EXPECT_EQ(st->blob, "d/a") << "its first commit goes to its new path's blob";
-  auto etag = blobs_->PutString(kContainer, st->blob, "late", {}, Condition::IfNoneMatchAny());
-  ASSERT_TRUE(etag.ok()) << "no stale blob left at its new name";
-  ASSERT_TRUE(m.ns->CommitFile(inew, 4, NowNs(), *etag, "").ok());
-  EXPECT_EQ(Snapshot()["/d/a"], "f late");
-  EXPECT_EQ(Snapshot()["/d/new"], "f data of a");
+  ExpectFirstCommitAtNewName(*m.ns, inew, "/d/a", "/d/new", "data of a");
 }
 
 TEST_F(ExchangeTest, Refusals) {
@@ -141,9 +90,10 @@ TEST_F(ExchangeTest, Refusals) {
   File(*m.ns, e, "/e/c", "sea");
   ASSERT_TRUE(m.ns->Link(InoOf(*m.ns, "/d/b"), e, "hard").ok());
   auto ex = [&](const char* x, const char* y) { return ErrnoFor(Exchange(*m.ns, x, y).status()); };
-  EXPECT_EQ(ex("/d/a", "/e/c"), EINVAL) << "across directories";
   EXPECT_EQ(ex("/d/a", "/d/sub"), EINVAL) << "a directory";
   EXPECT_EQ(ex("/e/c", "/e/hard"), EINVAL) << "a hard-linked name";
+  EXPECT_EQ(ex("/d/a", "/e/hard"), EINVAL) << "a hard-linked name in another directory";
+  EXPECT_EQ(ex("/e/c", "/d/sub"), EINVAL) << "a directory in another directory";
   EXPECT_EQ(Raw("/d/a"), "f data of a");
   EXPECT_EQ(Raw("/e/c"), "f sea");
   EXPECT_EQ(Intents(), 0u);
