@@ -123,7 +123,10 @@ check "RENAME_EXCHANGE of a symlink and a FIFO" "$POSIX" rename exchange "$M/c" 
 check_eq "... swapped" "fifo ta" eval 'echo $(stat -c %F "$M/c") $(readlink "$M/p2")'
 e2e_remount fresh
 check_eq "... also after a cold remount" "fifo ta" eval 'echo $(stat -c %F "$M/c") $(readlink "$M/p2")'
-check_eq "RENAME_EXCHANGE across directories: EINVAL" "EINVAL" errno_of rename exchange "$M/b" "$M/d/f1"
+check "RENAME_EXCHANGE across directories (a symlink and a file)" "$POSIX" rename exchange "$M/b" "$M/d/f1"
+check_eq "... swapped" "x tb" eval 'echo $(cat "$M/b") $(readlink "$M/d/f1")'
+check_eq "RENAME_EXCHANGE of two directories: EINVAL" "EINVAL" \
+  eval 'mkdir "$M/e1" "$M/e2" && errno_of rename exchange "$M/e1" "$M/e2"'
 check_eq "RENAME_EXCHANGE with a missing name: ENOENT" "ENOENT" errno_of rename exchange "$M/b" "$M/none"
 check_eq "... the files are untouched" "one two" eval 'echo $(cat "$M/f1") $(cat "$M/f2")'
 
