@@ -248,7 +248,12 @@ Status FileData::Sync(uint64_t ino) {
   Lock lock(f->mu);
   if (!f->loaded) return Status::Ok();
   Status s = CommitLocked(f, lock);
-  if (s.ok() && !f->dirty) Dequeue(ino);  // nothing left for the pipeline
+  if (s.ok() && !f->dirty) {
+    Dequeue(ino);  // nothing left for the pipeline
+    // Closed and queued (a rename's BeforeRename): unloaded here, as the
+    // pipeline's commit would have done.
+    if (f->refs == 0) Closed(f, lock);
+  }
   return s;
 }
 

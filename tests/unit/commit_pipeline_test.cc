@@ -81,6 +81,7 @@ TEST_F(CommitPipelineTest, AnExchangeCommitsBothFilesFirstAndMakesNoConflictCopy
   EXPECT_EQ(m.data->BeforeRename(kRootIno, "z", kRootIno, "x", true), 0u);
   EXPECT_FALSE(m.data->Pending(z)) << "committed before the exchange";
   EXPECT_FALSE(m.data->Pending(x));
+  EXPECT_EQ(m.data->Pipeline().queued, 0u);
   ASSERT_TRUE(m.ns->Rename(kRootIno, "z", kRootIno, "x", Namespace::kExchange).ok());
   m.data->Renamed(x);
   m.data->Renamed(z);
