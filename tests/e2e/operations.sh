@@ -67,7 +67,9 @@ ops_cleanup() {
 MAIN_PID=$BASHPID
 _lib_exit_trap=$(trap -p EXIT | sed -e "s/^trap -- '//" -e "s/' EXIT\$//")
 # shellcheck disable=SC2154
-trap '_rc=$?; if [[ $BASHPID == "$MAIN_PID" ]]; then (exit $_rc); eval "$_lib_exit_trap"; ops_cleanup; fi' EXIT
+# ops_cleanup first: the library's trap ends with exit, so nothing after it ran
+# (the /sbin/fs.d link outlived every run).
+trap '_rc=$?; if [[ $BASHPID == "$MAIN_PID" ]]; then ops_cleanup; (exit $_rc); eval "$_lib_exit_trap"; fi' EXIT
 
 # ops_mount MNT ARGS...: stampfs mount -f ARGS in the background, tracked like
 # e2e_mount's daemons (unmounted at exit); fails when it does not mount.
@@ -411,7 +413,9 @@ if [[ $(id -u) != 0 ]]; then
 else
   if [[ ! -e /sbin/mount.stampfs && ! -e $FSD/mount.stampfs ]]; then
     if [[ ! -d $FSD ]]; then mkdir "$FSD" && MADE_FSD=true; fi
-    ln -s "$ROOT/mount_helpers/mount.stampfs" "$FSD/mount.stampfs" && MADE_HELPER=true
+    # A dangling link (left by a run killed before its cleanup, into a
+    # checkout since removed) is replaced, not trusted.
+    ln -sfn "$ROOT/mount_helpers/mount.stampfs" "$FSD/mount.stampfs" && MADE_HELPER=true
   fi
   export STAMPFS_BIN=$E2E_STAMPFS
   T=$E2E_TMP/fstab-mnt
