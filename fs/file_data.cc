@@ -42,7 +42,11 @@ FileData::FileData(Namespace& ns, BlobStore& blobs, BlockCache& cache, FileDataO
   if (!ValidBlockSize(options_.block_size)) options_.block_size = kDefaultBlockSize;
   if (options_.max_uploads_per_file == 0) options_.max_uploads_per_file = 1;
   if (options_.commit_threads > 0) {
-    commits_ = std::make_unique<WorkQueue>(options_.commit_threads);
+    options_.commit_threads =
+        std::min<int>(options_.commit_threads, static_cast<int>(kMaxUploadSlots));
+    upload_slots_ =
+        std::make_unique<std::counting_semaphore<kMaxUploadSlots>>(options_.commit_threads);
+    commits_ = std::make_unique<WorkQueue>(options_.commit_threads * kCommitsPerUploadSlot);
     if (options_.async_commit) scheduler_ = std::thread([this] { RunScheduler(); });
   }
   ns_.OnBlobMoved([this](const BlobMove& move) { BlobMoved(move); });

@@ -38,6 +38,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <semaphore>
 #include <set>
 #include <string>
 #include <thread>
@@ -85,8 +86,12 @@ struct FileDataOptions {
   // close (fsync commits at once). Otherwise (commit=close) flush commits.
   bool async_commit = false;
   int64_t commit_delay_ms = 500;
-  // Commits in flight at once; 0 runs no pipeline thread: the owner calls
-  // CommitDue (the simulation's deterministic schedule).
+  // Commits uploading at once; 0 runs no pipeline thread: the owner calls
+  // CommitDue (the simulation's deterministic schedule). The pipeline runs
+  // kCommitsPerUploadSlot times as many commits: a commit whose upload is
+  // done gives its slot to the next one while its entry change waits for
+  // the directory's transaction, so transactions fill up and uploads never
+  // stop for them.
   int commit_threads = 16;
   // Closed files waiting for their commit; a close beyond this waits (each
   // holds a cache file open).
@@ -118,6 +123,9 @@ inline constexpr uint64_t kAnyHandle = ~uint64_t{0};
 
 class FileData {
  public:
+  static constexpr int kCommitsPerUploadSlot = 4;
+  static constexpr std::ptrdiff_t kMaxUploadSlots = 1024;
+
   FileData(Namespace& ns, BlobStore& blobs, BlockCache& cache, FileDataOptions options);
   ~FileData();
 
@@ -405,6 +413,8 @@ class FileData {
   std::map<uint64_t, Queued> queued_;          // GUARDED_BY(queue_mu_)
   bool stopping_ = false;                      // GUARDED_BY(queue_mu_)
   std::thread scheduler_;
+  // Upload slots of the pipeline's commits (options_.commit_threads of them).
+  std::unique_ptr<std::counting_semaphore<kMaxUploadSlots>> upload_slots_;
   // Last members: destroyed first, so no task outlives what it uses.
   std::unique_ptr<WorkQueue> commits_;
   WorkQueue fetches_;

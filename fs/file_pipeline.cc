@@ -4,10 +4,11 @@
 // (the cache file synced, then the journal row with synchronous=FULL) and
 // queues the inode, due commit_delay_ms later; a close of a file already
 // queued moves its due time (a file rewritten, renamed or removed before its
-// commit costs nothing for the states in between). commit_threads pipeline
-// threads take due files and run the same commit as a close in
-// commit=close mode (CommitLocked: every precondition, ambiguous outcomes,
-// conflicts). Files due within half a delay of a due one start with it, and
+// commit costs nothing for the states in between). Pipeline threads take
+// due files and run the same commit as a close in commit=close mode
+// (CommitLocked: every precondition, ambiguous outcomes, conflicts); at
+// most commit_threads of them upload at once (UploadSlot), the others wait
+// for their directory's transaction. Files due within half a delay of a due one start with it, and
 // the entry changes of commits running at once in one directory share
 // entity group transactions (Namespace::CommitGrouped, GroupTicket). A commit that
 // fails for a reason that may pass is retried with backoff; the changes stay
@@ -30,6 +31,26 @@ Counter g_async_commits{"async_commits"};
 Counter g_async_retries{"async_commit_retries"};
 
 constexpr int64_t kMaxBackoffMs = 30000;
+
+// One of the pipeline's upload slots, held from before a commit locks its
+// file until its upload is done (or the commit ends); none without slots.
+class UploadSlot {
+ public:
+  using Slots = std::counting_semaphore<FileData::kMaxUploadSlots>;
+  explicit UploadSlot(Slots* slots) : slots_(slots) {
+    if (slots_) slots_->acquire();
+  }
+  ~UploadSlot() { Release(); }
+  UploadSlot(const UploadSlot&) = delete;
+  UploadSlot& operator=(const UploadSlot&) = delete;
+  void Release() {
+    if (slots_) slots_->release();
+    slots_ = nullptr;
+  }
+
+ private:
+  Slots* slots_;
+};
 
 }  // namespace
 
@@ -102,6 +123,9 @@ size_t FileData::CommitDue() {
 }
 
 void FileData::CommitQueued(uint64_t ino) {
+  // An upload slot before the file's lock (a writer of the file never waits
+  // for other files' uploads); given back when the ticket arrives.
+  UploadSlot slot(upload_slots_.get());
   FilePtr fp = Find(ino);
   if (!fp) return Dequeue(ino);
   Lock lock(fp->mu);
@@ -124,7 +148,7 @@ void FileData::CommitQueued(uint64_t ino) {
   fp->refs++;
   Status s;
   {
-    Namespace::GroupTicket ticket(ns_, ParentPath(fp->path));
+    Namespace::GroupTicket ticket(ns_, ParentPath(fp->path), [&slot] { slot.Release(); });
     s = CommitLocked(fp, lock);
   }
   fp->refs--;

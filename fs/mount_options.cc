@@ -407,7 +407,7 @@ command line.
                               container within commit_delay (fsync commits at once);
                               close: every close commits before it returns
   -o commit_delay=SECONDS     async: commit this long after the last close (default 0.5)
-  -o commit_threads=N         commits in flight at once (default 16)
+  -o commit_threads=N         async: uploads in flight at once (default 16)
   -o dir_readahead=N          a reader opening a directory's files in listing order gets
                               the next N small files fetched ahead in parallel (default
                               32; 0: off)

@@ -68,7 +68,7 @@ struct MountOptions {
   std::string conflict = "copy";     // copy | fail | overwrite (-o conflict=)
   bool async_commit = true;          // -o commit=async (default) | close
   double commit_delay = 0.5;         // seconds from the last close to an async commit
-  int commit_threads = 16;           // commits (uploads) in flight at once
+  int commit_threads = 16;           // async: pipeline uploads in flight at once
   uint32_t dir_readahead = 32;       // small files fetched ahead of an in-order reader (0: off)
   uint64_t dir_readahead_size = 1ull << 20;  // the largest file fetched ahead
   // Options passed to the kernel mount as they are (nosuid, nodev, noexec, ...).

@@ -281,9 +281,11 @@ class Namespace {
   // A ticket holder that arrives there waits for the directory's other
   // tickets still uploading (at most kGroupLingerMs) so they share one
   // transaction. Callers without a ticket (close, fsync) never wait.
+  // `on_arrive` runs once, on this thread, when the upload is over (the
+  // pipeline's upload slot is free again while the entry change waits).
   class GroupTicket {
    public:
-    GroupTicket(Namespace& ns, std::string dir_path);
+    GroupTicket(Namespace& ns, std::string dir_path, std::function<void()> on_arrive = {});
     ~GroupTicket();
     GroupTicket(const GroupTicket&) = delete;
     GroupTicket& operator=(const GroupTicket&) = delete;
@@ -293,6 +295,7 @@ class Namespace {
     void ArriveLocked();  // once: this commit reached CommitGrouped, or ended
     Namespace& ns_;
     std::string dir_path_;
+    std::function<void()> on_arrive_;
     bool arrived_ = false;
   };
   static constexpr int64_t kGroupLingerMs = 100;

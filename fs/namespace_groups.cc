@@ -34,8 +34,9 @@ thread_local Namespace::GroupTicket* t_ticket = nullptr;
 
 }  // namespace
 
-Namespace::GroupTicket::GroupTicket(Namespace& ns, std::string dir_path)
-    : ns_(ns), dir_path_(std::move(dir_path)) {
+Namespace::GroupTicket::GroupTicket(Namespace& ns, std::string dir_path,
+                                    std::function<void()> on_arrive)
+    : ns_(ns), dir_path_(std::move(dir_path)), on_arrive_(std::move(on_arrive)) {
   std::lock_guard<std::mutex> lock(ns_.groups_mu_);
   ns_.uploading_[dir_path_]++;
   if (!t_ticket) t_ticket = this;
@@ -51,6 +52,7 @@ Namespace::GroupTicket::~GroupTicket() {
 void Namespace::GroupTicket::ArriveLocked() {
   if (arrived_) return;
   arrived_ = true;
+  if (on_arrive_) on_arrive_();
   auto it = ns_.uploading_.find(dir_path_);
   if (it != ns_.uploading_.end() && --it->second <= 0) ns_.uploading_.erase(it);
   ns_.groups_cv_.notify_all();

@@ -39,6 +39,16 @@ class CommitPipelineTest : public FileDataTest {
     EXPECT_TRUE(m.data->Release(attr->ino).ok());
     return attr->ino;
   }
+  // Files d/f0.. by shell redirects in `dir`, committed by the pipeline and
+  // checked in the container; returns the transactions their commits took.
+  int RedirectAndDrain(Mount& m, uint64_t dir, int files) {
+    const int batches_before = plan_->calls("ExecuteBatch");
+    for (int i = 0; i < files; ++i) Redirect(m, dir, "f" + std::to_string(i), Pattern(64, i));
+    EXPECT_TRUE(Eventually([&] { return m.data->Pipeline().queued == 0; }));
+    plan_->SetInjector(nullptr);
+    for (int i = 0; i < files; ++i) EXPECT_EQ(Blob("d/f" + std::to_string(i)), Pattern(64, i));
+    return plan_->calls("ExecuteBatch") - batches_before;
+  }
   std::atomic<int64_t> clock_ns_{int64_t{1700000000} * 1000000000};
 };
 
@@ -238,13 +248,8 @@ TEST_F(CommitPipelineTest, PipelineThreadsCommitWithinTheDelayAndShareTransactio
     if (op == "ExecuteBatch") std::this_thread::sleep_for(std::chrono::milliseconds(30));
     return Status::Ok();
   });
-  const int batches_before = plan_->calls("ExecuteBatch");
   constexpr int kFiles = 40;
-  for (int i = 0; i < kFiles; ++i) Redirect(m, dir->ino, "f" + std::to_string(i), Pattern(64, i));
-  ASSERT_TRUE(Eventually([&] { return m.data->Pipeline().queued == 0; }));
-  plan_->SetInjector(nullptr);
-  for (int i = 0; i < kFiles; ++i) EXPECT_EQ(Blob("d/f" + std::to_string(i)), Pattern(64, i));
-  const int batches = plan_->calls("ExecuteBatch") - batches_before;
+  const int batches = RedirectAndDrain(m, dir->ino, kFiles);
   EXPECT_LE(batches, kFiles / 2) << "entry inserts of one directory share transactions";
   auto listed = m.ns->ReadDir(dir->ino);
   ASSERT_TRUE(listed.ok());
@@ -368,6 +373,39 @@ TEST_F(FileDataTest, AGroupedTransactionRefusedForOneOperationFailsOnlyThatOne) 
   // a alone; b and c together (refused for c); b again alone; plus the
   // point reads of c's confirmation are not batches.
   EXPECT_LE(plan_->calls("ExecuteBatch") - before, 4);
+}
+
+// A commit whose upload is done gives its upload slot to the next one while
+// its entry change waits for the directory's transaction: with 2 slots (8
+// pipeline threads) the other files upload while the first transaction is
+// held on the wire, and the next transaction takes all their entries.
+TEST_F(CommitPipelineTest, UploadsGoOnWhileATransactionIsOnTheWire) {
+  async_threads_ = 2;
+  commit_delay_ms_ = 0;
+  now_ = nullptr;  // the system clock
+  Mount m = NewMount("a");
+  auto dir = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+  ASSERT_TRUE(dir.ok());
+  constexpr int kFiles = 8;
+  std::atomic<int> puts{0};
+  std::atomic<bool> first{true};
+  std::atomic<int> puts_during_first{-1};
+  plan_->SetInjector([&](const std::string& op, int) {
+    if (op == "Put") puts++;
+    if (op == "ExecuteBatch" && first.exchange(false)) {
+      // Held until every file is uploaded (with uploads waiting for it: 2 s).
+      const int at_start = puts;
+      for (int i = 0; i < 200 && puts < kFiles; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      puts_during_first = puts - at_start;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // their entries queue
+    }
+    return Status::Ok();
+  });
+  const int batches = RedirectAndDrain(m, dir->ino, kFiles);
+  // Without the slots, only the other thread's upload went on (1).
+  EXPECT_GT(puts_during_first.load(), 2) << "uploads stopped while a transaction was on the wire";
+  EXPECT_LE(batches, 3) << "the entries queued behind the first transaction share the next";
 }
 
 }  // namespace
