@@ -39,6 +39,13 @@ class CommitPipelineTest : public FileDataTest {
     EXPECT_TRUE(m.data->Release(attr->ino).ok());
     return attr->ino;
   }
+  // A mount with pipeline threads on the system clock.
+  Mount PipelineMount(int upload_slots, int64_t commit_delay_ms) {
+    async_threads_ = upload_slots;
+    commit_delay_ms_ = commit_delay_ms;
+    now_ = nullptr;
+    return NewMount("a");
+  }
   // Files d/f0.. by shell redirects in `dir`, committed by the pipeline and
   // checked in the container; returns the transactions their commits took.
   int RedirectAndDrain(Mount& m, uint64_t dir, int files) {
@@ -237,10 +244,7 @@ TEST_F(CommitPipelineTest, UnmountCommitsWhatIsQueued) {
 }
 
 TEST_F(CommitPipelineTest, PipelineThreadsCommitWithinTheDelayAndShareTransactions) {
-  async_threads_ = 16;
-  commit_delay_ms_ = 50;
-  now_ = nullptr;  // the system clock
-  Mount m = NewMount("a");
+  Mount m = PipelineMount(16, 50);
   auto dir = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
   ASSERT_TRUE(dir.ok());
   // A slow table, so that commits finishing together meet in one transaction.
@@ -261,10 +265,7 @@ TEST_F(CommitPipelineTest, PipelineThreadsCommitWithinTheDelayAndShareTransactio
 // committed together, and their entries wait for each other's uploads to
 // share transactions, instead of one transaction per file or two.
 TEST_F(CommitPipelineTest, FilesClosedOneByOneShareTransactions) {
-  async_threads_ = 16;
-  commit_delay_ms_ = 200;
-  now_ = nullptr;  // the system clock
-  Mount m = NewMount("a");
+  Mount m = PipelineMount(16, 200);
   auto dir = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
   ASSERT_TRUE(dir.ok());
   plan_->SetInjector([](const std::string& op, int) {
@@ -380,10 +381,7 @@ TEST_F(FileDataTest, AGroupedTransactionRefusedForOneOperationFailsOnlyThatOne) 
 // pipeline threads) the other files upload while the first transaction is
 // held on the wire, and the next transaction takes all their entries.
 TEST_F(CommitPipelineTest, UploadsGoOnWhileATransactionIsOnTheWire) {
-  async_threads_ = 2;
-  commit_delay_ms_ = 0;
-  now_ = nullptr;  // the system clock
-  Mount m = NewMount("a");
+  Mount m = PipelineMount(2, 0);
   auto dir = m.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
   ASSERT_TRUE(dir.ok());
   constexpr int kFiles = 8;
