@@ -4,9 +4,9 @@
 
 #include <cerrno>
 
-#include "fs/errno_map.h"
-#include "fs/inode_table.h"
-#include "fs/names.h"
+#include "fs/fuse/errno_map.h"
+#include "fs/namespace/inode_table.h"
+#include "fs/namespace/names.h"
 
 namespace stampfs::sim {
 

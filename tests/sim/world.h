@@ -17,8 +17,8 @@
 
 #include "cache/block_cache.h"
 #include "cache/meta_cache.h"
-#include "fs/file_data.h"
-#include "fs/namespace.h"
+#include "fs/data/file_data.h"
+#include "fs/namespace/namespace.h"
 #include "storage/fakes.h"
 
 namespace stampfs::sim {

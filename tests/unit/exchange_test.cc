@@ -5,10 +5,10 @@
 
 #include <iostream>
 
-#include "fs/errno_map.h"
-#include "fs/hard_links.h"
-#include "fs/import.h"
-#include "fs/rename_view.h"
+#include "fs/fuse/errno_map.h"
+#include "fs/namespace/hard_links.h"
+#include "fs/admin/import.h"
+#include "fs/namespace/rename_view.h"
 #include "tests/unit/exchange_fixture.h"
 
 namespace stampfs {

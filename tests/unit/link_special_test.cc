@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "fs/hard_links.h"
+#include "fs/namespace/hard_links.h"
 #include "tests/unit/rename_fixture.h"
 
 namespace stampfs {

@@ -1,7 +1,7 @@
 // Hard links on the fakes (fs/namespace_links.cc): counts, shared data,
 // unlink and rename of the blob's name, fsck, and a crash at every storage
 // call of a link and of an unlink leaving every name readable.
-#include "fs/hard_links.h"
+#include "fs/namespace/hard_links.h"
 #include "tests/unit/rename_fixture.h"
 
 namespace stampfs {

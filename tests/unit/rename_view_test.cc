@@ -4,7 +4,7 @@
 // the tree as the roll-forward will leave it: after a crash at every storage
 // call of a rename (where the stored table shows entries twice or not at
 // all), and at every step of another mount's rename that is still running.
-#include "fs/rename_view.h"
+#include "fs/namespace/rename_view.h"
 
 #include <iostream>
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "fs/block_layout.h"
+#include "fs/data/block_layout.h"
 #include "storage/stats.h"
 #include "tests/unit/file_data_fixture.h"
 

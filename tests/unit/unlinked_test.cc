@@ -4,8 +4,8 @@
 #include <cerrno>
 #include <thread>
 
-#include "fs/errno_map.h"
-#include "fs/hard_links.h"
+#include "fs/fuse/errno_map.h"
+#include "fs/namespace/hard_links.h"
 #include "file_data_fixture.h"
 
 namespace stampfs {

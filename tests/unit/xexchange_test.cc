@@ -7,7 +7,7 @@
 
 #include <iostream>
 
-#include "fs/errno_map.h"
+#include "fs/fuse/errno_map.h"
 #include "tests/unit/exchange_fixture.h"
 
 namespace stampfs {
