@@ -1,6 +1,6 @@
 // -o discover=SECONDS: a mount that periodically imports what other tools
 // wrote to its container (the same work as `stampfs import --refresh`,
-// fs/import.h): new blobs get entries, entries follow blobs that changed,
+// fs/admin/import.h): new blobs get entries, entries follow blobs that changed,
 // entries of committed files whose blob is gone are removed. Each round
 // lists the whole container and reads the whole table, so its cost grows
 // with their size; the mount's caches see the changes through the "." ETags

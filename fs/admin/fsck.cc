@@ -16,7 +16,7 @@ namespace stampfs {
 
 namespace {
 
-constexpr int64_t kFormatVersion = 1;  // as fs/namespace.cc writes it
+constexpr int64_t kFormatVersion = 1;  // as fs/namespace/namespace.cc writes it
 
 bool ValidEntry(const Entity& e, std::string* name) {
   if (!e.Has("ino") || !e.Has("mode")) return false;
@@ -199,7 +199,7 @@ void Fsck::CheckUnknownRows() {
   }
 }
 
-// Unfinished renames (fs/rename_intent.h). A repair finishes them first, with
+// Unfinished renames (fs/namespace/rename_intent.h). A repair finishes them first, with
 // the steps a mount uses (Namespace::RollForwardIntents), so the other checks
 // see the renamed tree and never "repair" a half-moved one. Returns whether
 // anything was rolled forward.

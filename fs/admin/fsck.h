@@ -18,12 +18,12 @@
 //   crash between blob commit and entry update): the entry adopts the blob's
 //   size, mtime (stampfs metadata, else Last-Modified) and ETag.
 // - blobs that no entry names (folder markers count as named by their
-//   directory): imported (fs/import.h) at the end of a repair.
+//   directory): imported (fs/admin/import.h) at the end of a repair.
 // - duplicate inode numbers: the entry created later (ctime, then path)
 //   gets a new number.
 // - unfinished renames (~intents rows): reported; a repair rolls them
 //   forward first (Namespace::RollForwardIntents), then checks the result.
-// - with dir_markers, a directory without its marker blob (fs/dir_marker.h):
+// - with dir_markers, a directory without its marker blob (fs/namespace/dir_marker.h):
 //   written. A marker without a directory is a blob without an entry.
 // - rows stampfs does not know (other partitions, entries without ino or
 //   mode): reported.
@@ -136,7 +136,7 @@ class Fsck {
   void CheckOrphanPartitions();
   void CheckFiles();
   void CheckDuplicateInos();
-  void CheckLinks();  // fs/fsck_links.cc
+  void CheckLinks();  // fs/admin/fsck_links.cc
   void CheckUnreferencedBlobs();
   void CheckDirectoryMarkers();
   void RepairByImport(const std::vector<size_t>& findings);

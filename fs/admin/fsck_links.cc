@@ -1,4 +1,4 @@
-// fsck: hard links (fs/hard_links.h). Each inode record against the names
+// fsck: hard links (fs/namespace/hard_links.h). Each inode record against the names
 // that use it: its count, its blob, records no name uses, names without one.
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-// Importer: list, read the table, plan (fs/import_plan.cc), write.
+// Importer: list, read the table, plan (fs/admin/import_plan.cc), write.
 #include "fs/admin/import.h"
 
 #include <algorithm>
@@ -171,7 +171,7 @@ Result<ImportReport> Importer::Run() {
     if (const std::string* b = e.GetString("blob")) linked.insert(*b);
     if (const std::string* b = e.GetString(kMovingProperty)) linked.insert(*b);
   }
-  // An exchange's blobs (fs/namespace_exchange.cc): while a file entry
+  // An exchange's blobs (fs/namespace/namespace_exchange.cc): while a file entry
   // names a blob other than its path's (until the roll-forward puts it
   // back), neither that blob nor the one at its path is its data to adopt;
   // nor are the exchange's temporary blobs.

@@ -40,7 +40,7 @@
 
 namespace stampfs {
 
-struct ImportPlan;  // fs/import_plan.h
+struct ImportPlan;  // fs/admin/import_plan.h
 
 struct ImportProgress {
   enum class Phase { kListing, kReading, kWriting };

@@ -1,4 +1,4 @@
-// The importer's planning: blob names -> tree -> writes (see fs/import.h).
+// The importer's planning: blob names -> tree -> writes (see fs/admin/import.h).
 #include "fs/admin/import_plan.h"
 
 #include <sys/stat.h>
@@ -60,7 +60,7 @@ std::string ComponentProblem(const std::string& component) {
 }
 
 // A blob name's components as file names: U+F05C is '\\' and U+F080..U+F0FF
-// a byte that is not UTF-8 (the inverse of BlobNameFor, fs/inode_table.h: the
+// a byte that is not UTF-8 (the inverse of BlobNameFor, fs/namespace/inode_table.h: the
 // Blob service would read a '\\' as '/', and blob names are UTF-8). Add()
 // refuses a name this does not map back exactly, so no two files share a blob.
 std::vector<std::string> Split(const std::string& name) {
@@ -287,7 +287,7 @@ class DirPlanner {
     if (EntryType(*existing) != S_IFREG) {
       return Problem(b.name, "the table holds " + path + " as a directory or symlink");
     }
-    if (IsLinkName(*existing)) {  // its data is its inode record's (fs/hard_links.h)
+    if (IsLinkName(*existing)) {  // its data is its inode record's (fs/namespace/hard_links.h)
       plan_->unchanged++;
       return;
     }

@@ -1,4 +1,4 @@
-// Internal to the importer (fs/import.cc): the tree that a container's blob
+// Internal to the importer (fs/admin/import.cc): the tree that a container's blob
 // names describe, and the table writes that bring a table to it. Split out
 // so each step stays small and testable through Importer.
 #pragma once

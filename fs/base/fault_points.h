@@ -9,14 +9,14 @@
 //
 // Points: rename.after_intent, rename.after_close (a directory's old "." row
 // deleted), rename.after_copy, rename.after_partition, rename.after_insert,
-// rename.after_table (fs/namespace_rename.cc); link.after_record,
+// rename.after_table (fs/namespace/namespace_rename.cc); link.after_record,
 // link.after_mark, link.after_blob_copy, link.after_blob_record,
-// link.after_unlink_name, link.after_last_count (fs/namespace_links.cc);
+// link.after_unlink_name, link.after_last_count (fs/namespace/namespace_links.cc);
 // exchange.after_intent,
 // exchange.after_swap, exchange.after_copy, exchange.after_repoint
-// (fs/namespace_exchange.cc); exchange.after_claim,
+// (fs/namespace/namespace_exchange.cc); exchange.after_claim,
 // exchange.after_first_swap, exchange.after_second_swap (across
-// directories, fs/namespace_xexchange.cc).
+// directories, fs/namespace/namespace_xexchange.cc).
 #pragma once
 
 namespace stampfs {

@@ -1,5 +1,5 @@
-// The command lines of `stampfs import` and `stampfs fsck` (fs/import.h,
-// fs/fsck.h), and the automatic import of a first mount.
+// The command lines of `stampfs import` and `stampfs fsck` (fs/admin/import.h,
+// fs/admin/fsck.h), and the automatic import of a first mount.
 //
 //   stampfs import CONTAINER [--refresh] [--table NAME] [--connection-string-file FILE]
 //   stampfs fsck CONTAINER [--repair] [--table NAME] [--connection-string-file FILE]

@@ -42,7 +42,7 @@
 namespace stampfs {
 namespace {
 
-// Threads libfuse may run operations on (fs/interrupts.h: calls waiting on
+// Threads libfuse may run operations on (fs/fuse/interrupts.h: calls waiting on
 // the service each hold one, and one must be left to read interrupts).
 constexpr unsigned kMaxFuseThreads = 64;
 
@@ -245,7 +245,7 @@ int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns,
         fuse_loop_cfg_set_clone_fd(cfg, 0);
         fuse_loop_cfg_set_idle_threads(cfg, 16);
         // libfuse's default of 10 threads: 10 calls waiting on the service
-        // would leave none to read the kernel's interrupts (fs/interrupts.h).
+        // would leave none to read the kernel's interrupts (fs/fuse/interrupts.h).
         fuse_loop_cfg_set_max_threads(cfg, kMaxFuseThreads);
         // A signal (SIGTERM, SIGINT, SIGHUP) ends the loop with its number:
         // an orderly stop.
@@ -347,7 +347,7 @@ int Mount(const std::vector<std::string>& args) {
   nso.force_gid = o.gid;
   nso.umask = o.umask.value_or(0);
   // A read-only mount cannot finish renames a crashed mount left: it shows
-  // them finished (fs/rename_view.h), and logs each at start.
+  // them finished (fs/namespace/rename_view.h), and logs each at start.
   std::unique_ptr<TableStore> view;
   if (o.read_only) {
     RollForwardViewOptions vo;

@@ -30,7 +30,7 @@ struct MountOptions {
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;
   std::optional<uint32_t> umask;
-  std::string config_file;  // --config FILE / -o config=FILE (fs/mount_config.h)
+  std::string config_file;  // --config FILE / -o config=FILE (fs/daemon/mount_config.h)
   // The connection: a connection string file, or an account with a key file
   // or SAS token files. Secrets only ever come from files.
   std::string connection_string_file;

@@ -1,5 +1,5 @@
 // `stampfs stat [--json] MOUNTPOINT`: the live counters of the daemon serving
-// MOUNTPOINT, read from its control socket (fs/control_socket.h).
+// MOUNTPOINT, read from its control socket (fs/daemon/control_socket.h).
 //
 // Without --json: one "name value" line per counter, sorted by name, byte
 // counts also in human units. With --json: the daemon's flat JSON object as

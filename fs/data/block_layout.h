@@ -11,7 +11,7 @@
 // existing version: databases, logs appended to) move to a finer layout,
 // RewriteBlockSize(size): about kRewriteBlocks blocks, at least 16 KiB
 // each, so such a commit uploads its changes plus at most one block on
-// either side of each changed range (fs/file_commit.cc, docs/design.md).
+// either side of each changed range (fs/data/file_commit.cc, docs/design.md).
 // Bases below kMinOptionBlockSize have tiers of kRewriteBlocksPerTier.
 //
 // Block ids: canonical base64 of 32 hex digits = 16 hex digits of a per-writer

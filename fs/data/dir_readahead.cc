@@ -1,4 +1,4 @@
-// Read-ahead across the small files of a directory (fs/dir_readahead.h).
+// Read-ahead across the small files of a directory (fs/data/dir_readahead.h).
 #include "fs/data/dir_readahead.h"
 
 #include <fcntl.h>

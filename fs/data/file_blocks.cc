@@ -28,7 +28,7 @@ Counter g_data_up{"bytes.data_up"};
 // Makes block k's bytes local when they belong to the base version and are
 // not cached. One fetch per block at a time; others wait for it, and for the
 // read-ahead stream when it brings the block next. A wait ends when this
-// thread's call is cancelled (fs/interrupts.h).
+// thread's call is cancelled (fs/fuse/interrupts.h).
 // REQUIRES: `lock` holds f.mu; block k is pinned. Sets *relocked when the
 // lock was let go (the caller re-checks what it knew).
 Status FileData::EnsureLocal(OpenFile& f, Lock& lock, uint64_t k, bool* relocked) {

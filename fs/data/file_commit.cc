@@ -36,7 +36,7 @@ namespace {
 
 // Commits another mount won first (whatever the policy then did).
 Counter g_conflicts{"conflicts"};
-// Files moved to the rewrite layout (fs/block_layout.h).
+// Files moved to the rewrite layout (fs/data/block_layout.h).
 Counter g_relayouts{"relayouts"};
 
 // Smaller files are put whole whatever their changes.

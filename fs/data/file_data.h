@@ -1,6 +1,6 @@
 // File contents: block blobs by path, written back through the block cache.
 //
-// Layout (fs/block_layout.h): files up to single_put_limit are committed with
+// Layout (fs/data/block_layout.h): files up to single_put_limit are committed with
 // one Put Blob; larger ones are block blobs whose block k covers a fixed
 // range given the file's base block size (entry property and blob metadata
 // "bsize"). A file rewritten in place moves to a finer base once and is a
@@ -23,7 +23,7 @@
 //
 // Conflicts (412/409 on the commit) follow ConflictPolicy. Reads are ranged
 // GETs of whole blocks pinned with If-Match:<ETag>; a sequential reader gets
-// the blocks ahead in one streamed GET (fs/file_stream.cc); a version that
+// the blocks ahead in one streamed GET (fs/data/file_stream.cc); a version that
 // changed under an open file is an EIO for the read, never a mix of versions.
 //
 // All opens of one inode on this mount share one OpenFile.
@@ -70,7 +70,7 @@ struct FileDataOptions {
   size_t max_uploads_per_file = 8;        // staged blocks in flight per file
   uint64_t stream_window = 256ull << 20;  // read-ahead: bytes per streamed GET (<= cache / 4)
   int64_t stream_stall_ms = 20000;        // a stream with no byte for this long fails
-  // Read-ahead across a directory's small files (fs/dir_readahead.h): files
+  // Read-ahead across a directory's small files (fs/data/dir_readahead.h): files
   // fetched ahead of a reader going through the listing (0: off), the
   // largest such file, GETs at once.
   size_t dir_readahead = 32;
@@ -156,7 +156,7 @@ class FileData {
   // version is the copy's now.
   void BlobMoved(const BlobMove& move);
   // chmod, chown, utimens: the entry; a file not open here also gets them in
-  // its blob's metadata (fs/file_times.cc).
+  // its blob's metadata (fs/data/file_times.cc).
   Result<Attr> SetAttr(uint64_t ino, const SetAttrRequest& request);
   // The file's name is gone: its blob, at the version `etag` the entry named
   // (or this mount's last commit of it), is deleted; a blob of a new file of
@@ -175,7 +175,7 @@ class FileData {
   // Before a rename over `ino`, which overwrites its blob: an open file's
   // data is made local (Unlinked after the rename keeps it).
   void BeforeRemoval(uint64_t ino);
-  // Before rename(parent/name -> new_parent/new_name) (fs/fuse_ops.cc). With
+  // Before rename(parent/name -> new_parent/new_name) (fs/fuse/fuse_ops.cc). With
   // async_commit, commits queued changes of what moves: a directory's files
   // (all), the source (unless it is a create not committed yet, which moves
   // in memory), a regular target; for an exchange both, new files included,
@@ -208,7 +208,7 @@ class FileData {
  private:
   using Lock = std::unique_lock<std::mutex>;
 
-  // The read-ahead stream of a file (fs/file_stream.cc): one GET of blocks
+  // The read-ahead stream of a file (fs/data/file_stream.cc): one GET of blocks
   // [next, end) of one version, written into the cache file as it arrives.
   // The block arriving is in OpenFile::fetching while `owned`; a block another
   // fetch has or that is cached by then is skipped. Fields GUARDED_BY the

@@ -182,7 +182,7 @@ bool FileData::Pending(uint64_t ino) {
 // file the rename would replace: its queued changes are committed too (the
 // rename decides whether they are replaced), and while it is open its data
 // is made local before the copy overwrites its blob. An exchange removes
-// nothing, but both files move under their blobs (fs/namespace_exchange.cc):
+// nothing, but both files move under their blobs (fs/namespace/namespace_exchange.cc):
 // both are committed first, new ones too, since a pipeline commit racing
 // the exchange's roll-forward wrote to a blob name the other file's data
 // was being moved to (a conflict copy).

@@ -21,7 +21,7 @@ namespace stampfs {
 
 inline constexpr std::chrono::milliseconds kInterruptGrace{1000};
 
-struct InterruptSlot;  // fs/interrupts.cc
+struct InterruptSlot;  // fs/fuse/interrupts.cc
 
 // Lives for one operation, on the thread that runs it. Replying to `req`
 // before the scope ends is fine.

@@ -1,10 +1,10 @@
 // Counts every FUSE operation by kind ("ops.lookup", "ops.write", ...,
 // storage/stats.h) by wrapping an operation table: each wrapper bumps its
-// counter and calls the wrapped operation, so fs/fuse_ops.cc stays unaware.
+// counter and calls the wrapped operation, so fs/fuse/fuse_ops.cc stays unaware.
 // Failed replies are counted by errno ("errors.total", "errors.eio", ...).
 // The wrappers also remember, per thread, the inode and name the running
 // operation is about, so error logs can name them, and let a FUSE interrupt
-// of the request cancel its storage calls (fs/interrupts.h).
+// of the request cancel its storage calls (fs/fuse/interrupts.h).
 #pragma once
 
 #include <string>
@@ -17,7 +17,7 @@ namespace stampfs {
 // result), each counted. Call once per process.
 const fuse_lowlevel_ops* CountedOperations(const fuse_lowlevel_ops* inner);
 
-// Counts one error reply (ReplyError in fs/fuse_ops.cc).
+// Counts one error reply (ReplyError in fs/fuse/fuse_ops.cc).
 void CountErrorReply(int err);
 
 // What the operation running on this thread is about, for its log lines:

@@ -5,7 +5,7 @@
 //   ino (Int64)  mode (Int64, st_mode with type bits)  uid gid (Int64)
 //   size (Int64)  mtime ctime atime (Int64, ns since epoch)
 //   blob (String, files: blob name)  betag (String, files: blob ETag committed)
-//   bsize (Int64, files: base block size of the blob's block layout, fs/block_layout.h)
+//   bsize (Int64, files: base block size of the blob's block layout, fs/data/block_layout.h)
 //   target (Binary, symlinks)  rdev (Int64, character and block devices)
 //   xattr (Binary, see xattr.h)
 //   name (Binary, only when the RowKey is hashed: the real name)

@@ -1,5 +1,5 @@
 // The namespace: directories, names and attributes kept in table entities
-// keyed by directory, with no FUSE types. fs/fuse_ops.cc adapts it to the
+// keyed by directory, with no FUSE types. fs/fuse/fuse_ops.cc adapts it to the
 // kernel; tests drive it directly on the fakes.
 //
 // Protocol (docs/design.md):
@@ -70,7 +70,7 @@ struct NamespaceOptions {
   // False when the credentials cannot delete (a SAS without 'd'): unlink,
   // rmdir and rename, which delete blobs or rows, are refused up front
   // (EACCES) instead of failing half done.
-  // mkdir also writes a directory marker blob (fs/dir_marker.h), and rmdir
+  // mkdir also writes a directory marker blob (fs/namespace/dir_marker.h), and rmdir
   // and directory renames keep markers in step.
   bool dir_markers = false;
   bool can_delete = true;
@@ -177,7 +177,7 @@ class Namespace {
   void Remember(uint64_t parent, const DirEntry& entry);
   Result<Attr> GetAttr(uint64_t ino);
   // SetAttr of a file no open file of this mount will commit again
-  // (fs/namespace_blob_attrs.cc): a mode, owner or mtime change also
+  // (fs/namespace/namespace_blob_attrs.cc): a mode, owner or mtime change also
   // reaches the committed blob's metadata (If-Match the ETag its entry
   // names), and the entry records the blob's new ETag in the same merge.
   // `change` is set when the entry names the new version.
@@ -192,7 +192,7 @@ class Namespace {
   Status Rmdir(uint64_t parent, const std::string& name);
   // A regular file entry; kAlreadyExists when the name is taken. `deferred`
   // (creates without O_EXCL): the entry stays in this mount until the file's
-  // first commit inserts it (fs/namespace_pending.cc).
+  // first commit inserts it (fs/namespace/namespace_pending.cc).
   Result<Attr> Create(uint64_t parent, const std::string& name, uint32_t mode, uint32_t uid,
                       uint32_t gid, bool deferred = false);
   // The file was created deferred and its entry is not in the table yet.
@@ -216,7 +216,7 @@ class Namespace {
   // between leaves a record no name uses, which fsck --repair removes with
   // its blob; the other order would leave a blob fsck imports as a file.
   void DropInodeRecord(uint64_t ino);
-  // link(2) of a committed regular file (fs/namespace_links.cc): the new
+  // link(2) of a committed regular file (fs/namespace/namespace_links.cc): the new
   // name shares the inode record (created at the first link).
   Result<Attr> Link(uint64_t ino, uint64_t new_parent, const std::string& new_name);
   enum RenameFlags : unsigned { kNoReplace = 1, kExchange = 2 };
@@ -259,7 +259,7 @@ class Namespace {
   void Unpin(uint64_t ino);
 
   // -o discover: imports foreign blobs every `interval_s` seconds on a
-  // thread of its own (fs/discovery.h) until this Namespace is destroyed.
+  // thread of its own (fs/admin/discovery.h) until this Namespace is destroyed.
   // Call after daemonizing (a fork keeps no threads).
   void StartDiscovery(double interval_s);
 
@@ -314,11 +314,11 @@ class Namespace {
   Result<Entity> FetchEntry(const std::string& dir_path, const std::string& name, bool fresh,
                             bool pending_too = true);
   // The entity holding the inode's attributes: its name's entry, or its
-  // inode record when the name is a hard link (fs/hard_links.h).
+  // inode record when the name is a hard link (fs/namespace/hard_links.h).
   Result<Entity> FetchEntryOf(uint64_t ino, std::string* path, bool fresh);
   // The name's entry itself (never the record).
   Result<Entity> FetchNameOf(uint64_t ino, std::string* path, bool fresh);
-  // Hard links (fs/namespace_links.cc).
+  // Hard links (fs/namespace/namespace_links.cc).
   Result<Entity> FetchInode(uint64_t ino, bool fresh);
   Result<Entity> ResolveLink(const Entity& entry, bool fresh);
   Result<Entity> FindLinkName(uint64_t ino, std::string* path);
@@ -375,7 +375,7 @@ class Namespace {
                                               std::vector<TableOperation> ops, BatchError* error,
                                               std::optional<bool> names_change = std::nullopt);
   // One entry operation that may share its entity group transaction with
-  // others of the same directory arriving meanwhile (fs/namespace_groups.cc):
+  // others of the same directory arriving meanwhile (fs/namespace/namespace_groups.cc):
   // the result and `error` (failed_index 0: this operation) are this
   // operation's alone. Never a change of names (an insert of a new file's
   // entry is one: `names_change`).
@@ -383,7 +383,7 @@ class Namespace {
                                     BatchError* error);
   Result<std::vector<std::string>> Exchange(uint64_t parent, const std::string& name,
                                             uint64_t new_parent, const std::string& new_name);
-  // Across two directories (fs/namespace_xexchange.cc). False: dropped with
+  // Across two directories (fs/namespace/namespace_xexchange.cc). False: dropped with
   // nothing moved (an entry changed before its claim; decide again).
   Result<bool> ExchangeAcross(const Located& from, const Located& to, const Entity& a,
                               const Entity& b);
@@ -400,7 +400,7 @@ class Namespace {
   Result<FileState> FileStateOf(const Entity& entry, const std::string& path) const;
   Result<Attr> CreateNode(uint64_t parent, const std::string& name, uint32_t mode, uint64_t rdev,
                           uint32_t uid, uint32_t gid, bool deferred);
-  // Inodes whose name this mount removed (fs/namespace_removed.cc): detached
+  // Inodes whose name this mount removed (fs/namespace/namespace_removed.cc): detached
   // from the inode table; a file's entry as it was is kept while the kernel
   // or an open file holds the inode, so fstat of an unlinked open file
   // answers (st_nlink 0) and fchmod/futimens/fsetxattr change it in memory.
@@ -427,7 +427,7 @@ class Namespace {
   std::optional<Status> ChangeRemoved(uint64_t ino, const std::function<Status(Entity*)>& change);
   // The entry xattrs are read from: a removed inode's kept one, else the table's.
   Result<Entity> XattrEntity(uint64_t ino);
-  // Deferred creates (fs/namespace_pending.cc).
+  // Deferred creates (fs/namespace/namespace_pending.cc).
   Result<Attr> CreateDeferred(uint64_t parent, const Located& loc, const Attr& attr);
   std::optional<Entity> PendingEntry(const std::string& pk, const std::string& rk);
   std::vector<Entity> PendingIn(const std::string& pk);
@@ -462,7 +462,7 @@ class Namespace {
   // name may not be removed, replaced or linked until it is done.
   Status CheckNotExchanging(const Entity& e, const std::string& path);
   Status WriteIntent(RenameIntent* intent);
-  // The roll-forward of an exchange (fs/namespace_exchange.cc).
+  // The roll-forward of an exchange (fs/namespace/namespace_exchange.cc).
   Status FinishExchange(const RenameIntent& intent, bool* settled);
   Status FinishExchangeAcross(const RenameIntent& intent, bool* settled);
   Status FinishPendingRenames();  // REQUIRES: rename_mu_

@@ -9,7 +9,7 @@
 // merge records the attributes and betag E1 in one transaction, If-Match the
 // entry, and only while the entry still names E0. A crash between the two
 // leaves an entry naming E0 and a blob at E1 carrying the new mtime: the next
-// access adopts it (fs/file_recovery.cc), as after any commit. A blob at
+// access adopts it (fs/data/file_recovery.cc), as after any commit. A blob at
 // another version than the entry names is left alone (its own commit or an
 // adoption will update the entry). An answer that does not say whether the
 // metadata landed is resolved by reading the blob again.

@@ -11,7 +11,7 @@
 // from what the table holds, so a crash at any point is finished by the next
 // mount or fsck --repair (FinishRename hands exchange intents here).
 // Two entries of two directories (no transaction spans two partitions) are
-// swapped by a roll-forward from an intent: fs/namespace_xexchange.cc.
+// swapped by a roll-forward from an intent: fs/namespace/namespace_xexchange.cc.
 // Refused with EINVAL: directories (their entries are keyed by their path)
 // and hard-linked names (their blob and paths are the inode record's).
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
-// Roll-forward of unfinished renames (fs/rename_intent.h): at mount start
+// Roll-forward of unfinished renames (fs/namespace/rename_intent.h): at mount start
 // (Namespace::Init), by fsck --repair, and before this mount's next rename.
-// Also the start of -o discover (fs/discovery.h), and the claim of a
+// Also the start of -o discover (fs/admin/discovery.h), and the claim of a
 // rename's source.
 #include <signal.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// Hard links (fs/hard_links.h, docs/design.md "Hard links"): the inode
+// Hard links (fs/namespace/hard_links.h, docs/design.md "Hard links"): the inode
 // record, link, unlink of a linked name, and what renames of linked names
 // change in the record. Every step leaves each name readable: the record's
 // count is raised before a name is inserted and lowered after one is

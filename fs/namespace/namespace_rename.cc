@@ -3,7 +3,7 @@
 // A rename inside one directory of an entry without data (a symlink, a file
 // never committed) is one transaction. Every other rename (across
 // directories, of a directory, of a file with a blob) writes an intent row
-// first (fs/rename_intent.h) and then runs FinishRename, whose steps are
+// first (fs/namespace/rename_intent.h) and then runs FinishRename, whose steps are
 // idempotent, so a crash at any point is finished by the next mount or by
 // fsck: blobs are copied server-side to their new names, the new entry is
 // put, the old entry deleted, the old blobs deleted, the intent deleted.

@@ -11,10 +11,10 @@
 // host, pid, mount (who wrote it: a live mount's intents are not taken over
 // by another mount before `grace`), created (ns).
 // An exchange (RENAME_EXCHANGE, op "exchange") also has ino2, blob2, betag2:
-// the entry at `to` when it was decided (fs/namespace_exchange.cc). An
+// the entry at `to` when it was decided (fs/namespace/namespace_exchange.cc). An
 // exchange across two directories (op "exchange-across") also keeps the
 // entry at `from` as it was decided: its properties as "s_<name>" and its ETag as "setag" (the only
-// copy of that entry once `from` holds the other one; fs/namespace_xexchange.cc).
+// copy of that entry once `from` holds the other one; fs/namespace/namespace_xexchange.cc).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // What a read-only mount sees of unfinished renames.
 //
 // A read-only mount (-o ro, or a SAS without write permission) cannot roll
-// an unfinished rename forward (fs/rename_intent.h): a crashed mount's intent
+// an unfinished rename forward (fs/namespace/rename_intent.h): a crashed mount's intent
 // stays until a read-write mount starts or `stampfs fsck --repair` runs. The
 // table then holds a half-moved state: a file may be entered at both names,
 // a directory's entries may be partly in the old partitions (closed, so the

@@ -1,6 +1,6 @@
 // A whole stampfs table read into memory and grouped by directory partition,
-// for the offline tools (fs/import.h, fs/fsck.h); plus the pieces of the
-// table protocol they share with fs/namespace*.cc (docs/design.md): the
+// for the offline tools (fs/admin/import.h, fs/admin/fsck.h); plus the pieces of the
+// table protocol they share with fs/namespace/namespace*.cc (docs/design.md): the
 // "." row of a directory, the merge of it that ends every change to the
 // directory's entries, and inode ranges from ~fs/ino-counter.
 //

@@ -1,4 +1,4 @@
-// RENAME_EXCHANGE of files with data (fs/namespace_exchange.cc), on the
+// RENAME_EXCHANGE of files with data (fs/namespace/namespace_exchange.cc), on the
 // fakes: the swap, the roll-forward that puts each blob back under its
 // entry's path, and a crash at every storage call of both.
 #include <sys/stat.h>

@@ -438,7 +438,7 @@ TEST_F(FileDataTest, SequentialReadsPrefetchAheadAndReopenKeepsTheKernelCache) {
   ASSERT_TRUE(b.data->Release(attr->ino).ok());
 }
 
-// ---- read-ahead streams (fs/file_stream.cc)
+// ---- read-ahead streams (fs/data/file_stream.cc)
 
 }  // namespace
 

@@ -1,5 +1,5 @@
 // Hard links of symlinks, FIFOs, sockets and devices on the fakes
-// (fs/namespace_links.cc): no blob, the record holds the target or rdev;
+// (fs/namespace/namespace_links.cc): no blob, the record holds the target or rdev;
 // counts, unlink, rename, fsck, and a crash at every storage call.
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

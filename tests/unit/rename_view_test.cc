@@ -1,4 +1,4 @@
-// Read-only mounts and unfinished renames (fs/rename_view.h), on the fakes.
+// Read-only mounts and unfinished renames (fs/namespace/rename_view.h), on the fakes.
 //
 // A read-only mount cannot roll a rename forward. Through the view it shows
 // the tree as the roll-forward will leave it: after a crash at every storage
