@@ -12,6 +12,7 @@
 #include "fs/namespace/hard_links.h"
 #include "fs/admin/import.h"
 #include "fs/admin/import_plan.h"
+#include "fs/namespace/blob_entry.h"
 #include "fs/namespace/inode_table.h"
 #include "fs/namespace/names.h"
 #include "storage/table_keys.h"

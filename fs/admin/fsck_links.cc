@@ -10,6 +10,7 @@
 #include "fs/admin/fsck.h"
 #include "fs/namespace/hard_links.h"
 #include "fs/admin/import_plan.h"
+#include "fs/namespace/blob_entry.h"
 #include "fs/namespace/inode_table.h"
 
 namespace stampfs {

@@ -4,12 +4,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <charconv>
-#include <optional>
 #include <string_view>
 
 #include "fs/namespace/attr.h"
-#include "fs/namespace/blob_times.h"
+#include "fs/namespace/blob_entry.h"
 #include "fs/namespace/hard_links.h"
 #include "fs/namespace/inode_table.h"
 #include "fs/namespace/names.h"
@@ -20,7 +18,6 @@ namespace stampfs {
 
 namespace {
 
-
 std::string Lower(std::string s) {
   for (char& c : s) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
@@ -28,26 +25,8 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// A metadata value by case-insensitive name (Azure keeps the case it was given).
-const std::string* Meta(const BlobItem& b, const std::string& name) {
-  for (const auto& [k, v] : b.properties.metadata) {
-    if (Lower(k) == name) return &v;
-  }
-  return nullptr;
-}
-
-template <typename T>
-std::optional<T> MetaNumber(const BlobItem& b, const std::string& name) {
-  const std::string* v = Meta(b, name);
-  if (!v || v->empty()) return std::nullopt;
-  T out{};
-  auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
-  if (ec != std::errc() || end != v->data() + v->size()) return std::nullopt;
-  return out;
-}
-
 bool IsFolderMarker(const BlobItem& b) {
-  const std::string* v = Meta(b, "hdi_isfolder");
+  const std::string* v = BlobMeta(b, "hdi_isfolder");
   return b.properties.size == 0 && v && Lower(*v) == "true";
 }
 
@@ -99,9 +78,11 @@ Attr AttrsFor(const BlobItem* b, bool dir, const ImportOptions& o, int64_t fallb
   a.mtime_ns = fallback_mtime;
   if (b) {
     a.size = dir ? 0 : b->properties.size;
-    if (auto m = MetaNumber<uint32_t>(*b, "mode")) a.mode = (a.mode & S_IFMT) | (*m & 07777);
-    if (auto u = MetaNumber<uint32_t>(*b, "uid")) a.uid = *u;
-    if (auto g = MetaNumber<uint32_t>(*b, "gid")) a.gid = *g;
+    if (auto m = BlobMetaNumber<uint32_t>(*b, "mode")) {
+      a.mode = (a.mode & S_IFMT) | (*m & 07777);
+    }
+    if (auto u = BlobMetaNumber<uint32_t>(*b, "uid")) a.uid = *u;
+    if (auto g = BlobMetaNumber<uint32_t>(*b, "gid")) a.gid = *g;
     a.mtime_ns = BlobMtimeNs(*b);
   }
   a.ctime_ns = a.atime_ns = a.mtime_ns;
@@ -316,20 +297,6 @@ class DirPlanner {
 };
 
 }  // namespace
-
-int64_t BlobMtimeNs(const BlobItem& b) {
-  if (const std::string* v = Meta(b, "mtime")) {
-    if (auto t = ParseBlobMtime(*v)) return *t;
-  }
-  return b.properties.last_modified * 1000000000LL;
-}
-
-void SetBlobProperties(const BlobItem& b, Entity* e) {
-  e->properties["blob"] = b.name;
-  e->properties["betag"] = b.properties.etag;
-  e->properties.erase(kMovedFromProperty);  // a version read from the listing
-  if (auto bs = MetaNumber<int64_t>(b, "bsize"); bs && *bs > 0) e->properties["bsize"] = *bs;
-}
 
 bool IsDirectoryMarker(const BlobItem& b) {
   return IsFolderMarker(b) ||

@@ -33,12 +33,6 @@ bool IsDirectoryMarker(const BlobItem& blob);
 // The path of the directory a marker stands for ("a/b/" -> "/a/b").
 std::string MarkerPath(const BlobItem& blob);
 
-// A blob's mtime: stampfs metadata "mtime" (ns), else Last-Modified.
-int64_t BlobMtimeNs(const BlobItem& blob);
-// Sets the entry properties that describe a blob version: blob, betag and,
-// from stampfs metadata, bsize.
-void SetBlobProperties(const BlobItem& blob, Entity* entry);
-
 // The tree of `blobs`; blobs that cannot be mapped go to `problems`.
 BlobTree BuildBlobTree(const std::vector<BlobItem>& blobs, std::vector<ImportProblem>* problems);
 

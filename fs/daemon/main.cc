@@ -16,6 +16,7 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -23,6 +24,7 @@
 
 #include "cache/block_cache.h"
 #include "cache/meta_cache.h"
+#include "fs/admin/discovery.h"
 #include "fs/daemon/admin_cli.h"
 #include "fs/daemon/control_socket.h"
 #include "fs/data/file_data.h"
@@ -223,8 +225,11 @@ class Daemon {
 };
 
 int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns, FileData& data,
-          Daemon& daemon) {
+          TableStore& table, BlobStore& blobs, Daemon& daemon) {
   FsContext ctx{&ns, &data, o.attr_timeout, o.read_only};
+  // -o discover: imports foreign blobs on a thread of its own, started after
+  // daemonizing (a fork keeps no threads), stopped when serving ends.
+  std::unique_ptr<Discovery> discovery;
   std::vector<std::string> argv_s = {"stampfs", "-o", FuseOptionString(o)};
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
@@ -240,7 +245,9 @@ int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns,
         LogInfo("mounted container " + o.container + " at " + o.mountpoint);
         auto control = ControlSocket::Listen(control_path);
         if (!control.ok()) LogWarning("stampfs stat will not work: " + control.status().message());
-        if (o.discover > 0 && !o.read_only) ns.StartDiscovery(o.discover);
+        if (o.discover > 0 && !o.read_only) {
+          discovery = std::make_unique<Discovery>(table, blobs, o.container, o.table, o.discover);
+        }
         fuse_loop_config* cfg = fuse_loop_cfg_create();
         fuse_loop_cfg_set_clone_fd(cfg, 0);
         fuse_loop_cfg_set_idle_threads(cfg, 16);
@@ -399,7 +406,7 @@ int Mount(const std::vector<std::string>& args) {
   RegisterGauge("commits.oldest_age_ms",
                 [&] { return static_cast<uint64_t>(data.Pipeline().oldest_age_ms); });
   RegisterGauge("commits.retrying", [&] { return data.Pipeline().retrying; });
-  int rc = Serve(o, *control_path, ns, data, daemon);
+  int rc = Serve(o, *control_path, ns, data, *table, *blobs, daemon);
   ClearGauges();
   return rc;
 }

@@ -34,7 +34,6 @@
 
 #include "cache/meta_cache.h"
 #include "fs/namespace/attr.h"
-#include "fs/admin/discovery.h"
 #include "fs/namespace/inode_table.h"
 #include "fs/namespace/rename_intent.h"
 #include "fs/namespace/xattr.h"
@@ -257,11 +256,6 @@ class Namespace {
   // be gone from the table before the removal is recorded.
   bool RemovedHere(uint64_t ino) const;
   void Unpin(uint64_t ino);
-
-  // -o discover: imports foreign blobs every `interval_s` seconds on a
-  // thread of its own (fs/admin/discovery.h) until this Namespace is destroyed.
-  // Call after daemonizing (a fork keeps no threads).
-  void StartDiscovery(double interval_s);
 
   // Told of every blob this mount's renames copy (on the renaming thread),
   // so cached data follows the file. Set before serving (not synchronized).
@@ -547,7 +541,6 @@ class Namespace {
   std::string mount_id_;  // random, names this instance in the intents it writes
   std::string host_;
   std::function<void(const BlobMove&)> blob_moved_;
-  std::unique_ptr<Discovery> discovery_;  // last: stopped first
 };
 
 }  // namespace stampfs

@@ -1,7 +1,6 @@
 // Roll-forward of unfinished renames (fs/namespace/rename_intent.h): at mount start
 // (Namespace::Init), by fsck --repair, and before this mount's next rename.
-// Also the start of -o discover (fs/admin/discovery.h), and the claim of a
-// rename's source.
+// Also the claim of a rename's source.
 #include <signal.h>
 #include <unistd.h>
 
@@ -69,11 +68,6 @@ Result<std::vector<IntentOutcome>> Namespace::RollForwardIntents(bool all) {
     out.push_back(std::move(o));
   }
   return out;
-}
-
-void Namespace::StartDiscovery(double interval_s) {
-  discovery_ = std::make_unique<Discovery>(table_, blobs_, options_.container, options_.table,
-                                           interval_s);
 }
 
 // Stamps `intent` (id, time, who) and inserts its row.

@@ -23,7 +23,7 @@
 #include "fs/namespace/dir_marker.h"
 #include "fs/base/fault_points.h"
 #include "fs/namespace/hard_links.h"
-#include "fs/admin/import_plan.h"
+#include "fs/namespace/blob_entry.h"
 #include "fs/base/log.h"
 #include "fs/namespace/names.h"
 #include "fs/namespace/namespace.h"
