@@ -347,7 +347,7 @@ class FileData {
   void CommitQueued(uint64_t ino);
   void Closed(const FilePtr& fp, Lock& lock);
   int64_t NowMs() const { return Now() / 1000000; }
-  // file_commit.cc: commits and conflicts.
+  // file_commit.cc: commits.
   Status CommitLocked(const FilePtr& fp, Lock& lock);
   Status CommitBusy(const FilePtr& fp, Lock& lock);
   Status Landed(const FilePtr& fp, Lock& lock, const std::string& etag);
@@ -370,9 +370,10 @@ class FileData {
   bool Moved(OpenFile& f, const FileState& state);
   void Unstage(OpenFile& f);
   Status DropChanges(OpenFile& f);
+  BlobMetadata MetadataFor(const OpenFile& f, uint64_t commit_id) const;
+  // file_conflict.cc: a commit another writer won.
   Status OnConflict(const FilePtr& fp, Lock& lock, const Status& why);
   Result<std::string> SaveConflictCopy(const FilePtr& fp, Lock& lock, const std::string& path);
-  BlobMetadata MetadataFor(const OpenFile& f, uint64_t commit_id) const;
   // file_recovery.cc: self-healing entries, path resolution, journal replay.
   Result<FileState> Adopt(uint64_t ino);
   Result<FileState> Validate(uint64_t ino, const FileState& state);
