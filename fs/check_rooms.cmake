@@ -7,8 +7,9 @@ include(${CMAKE_CURRENT_LIST_DIR}/rooms.cmake)
 set(problems "")
 
 file(GLOB loose RELATIVE ${SOURCE_DIR} ${SOURCE_DIR}/fs/*.h ${SOURCE_DIR}/fs/*.cc)
+list(JOIN STAMPFS_FS_ROOMS ", " all_rooms)
 foreach(f ${loose})
-  string(APPEND problems "\n  ${f}: not in a room (move it into one of fs/{${STAMPFS_FS_ROOMS}})")
+  string(APPEND problems "\n  ${f}: not in a room (move it into one of fs/{${all_rooms}})")
 endforeach()
 
 # Every file's includes of fs/: the room they name must be its own or one it uses.
@@ -38,7 +39,6 @@ foreach(dir storage cache)
 endforeach()
 
 if(problems)
-  message(FATAL_ERROR "fs/ rooms: includes against the one-way order of fs/rooms.cmake "
-                      "(fs/README.md):${problems}")
+  message(FATAL_ERROR "fs/ rooms (fs/README.md; the order: fs/rooms.cmake):${problems}")
 endif()
 file(TOUCH ${STAMP})
