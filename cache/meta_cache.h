@@ -81,8 +81,4 @@ class MetaCache {
   std::unique_ptr<Statements> stmts_;  // GUARDED_BY(mu_); finalized before db_ closes
 };
 
-// Entity properties <-> a compact self-describing blob for SQLite (types kept).
-std::string EncodeProperties(const Entity& entity);
-Status DecodeProperties(const std::string& bytes, Entity* entity);
-
 }  // namespace stampfs

@@ -1,6 +1,6 @@
 // Cancellation of storage calls, with no FUSE types: whoever calls into
 // storage/ on behalf of someone who may give up (fs/ wires a FUSE interrupt,
-// fs/interrupts.h) makes a CancelToken current on its thread for the call.
+// fs/fuse/interrupts.h) makes a CancelToken current on its thread for the call.
 // Once the token is cancelled, HTTP calls made on that thread stop: a request
 // not sent yet is not sent, one under way is aborted (the transport checks
 // the token at least once a second), a backoff sleep ends. Such a call fails

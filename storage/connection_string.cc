@@ -156,7 +156,7 @@ Status FillCredentials(const Fields& fields, StorageAccount* account) {
     account->sas_token = sas;
     return Status::Ok();
   }
-  return Status::Ok();  // neither: Microsoft Entra ID sign-in (fs/mount_config.cc)
+  return Status::Ok();  // neither: Microsoft Entra ID sign-in (fs/daemon/mount_config.cc)
 }
 
 Status FillEndpoints(const Fields& fields, StorageAccount* account) {

@@ -1,5 +1,5 @@
 // Which Entra ID sign-in a mount uses, and the TokenCredential for it.
-// The caller (fs/mount_config.cc) reads options, environment and secret
+// The caller (fs/daemon/mount_config.cc) reads options, environment and secret
 // files; this only assembles sources (token_sources.h).
 #pragma once
 

@@ -1,5 +1,5 @@
 // Live counters of a running stampfs, read by `stampfs stat` through the
-// control socket (fs/control_socket.h).
+// control socket (fs/daemon/control_socket.h).
 //
 // A Counter is a relaxed atomic: bumping one costs one uncontended
 // fetch_add, so the hot paths (every HTTP attempt, every FUSE operation) can

@@ -1,5 +1,5 @@
 // Errors as values. Every layer returns Status or Result<T>; nothing below the
-// FUSE boundary throws across an interface. fs/errno_map.cc is the one place a
+// FUSE boundary throws across an interface. fs/fuse/errno_map.cc is the one place a
 // Status becomes an errno.
 #pragma once
 
@@ -37,7 +37,7 @@ enum class Code {
   kNoAttribute,         // ENODATA: no such xattr
   kRange,               // ERANGE: caller's buffer too small
   kNotPermitted,        // EPERM
-  kIllegalSequence,     // EILSEQ: a name stampfs cannot store (fs/names.h)
+  kIllegalSequence,     // EILSEQ: a name stampfs cannot store (fs/namespace/names.h)
   kNoSpace,             // ENOSPC: the local cache's disk is full
   kStale,               // ESTALE: an inode this mount no longer has a name or data for
 };

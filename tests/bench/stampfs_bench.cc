@@ -54,7 +54,7 @@
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
 #include "storage/table_keys.h"
-#include "fs/mount_options.h"
+#include "fs/daemon/mount_options.h"
 
 namespace stampfs {
 namespace {

@@ -228,7 +228,7 @@ REPO=$E2E_TMP/repo
 make_repo() {
   git init -q "$REPO" && cp -a "$SRC/fs" "$REPO/" && git -C "$REPO" add -A &&
     git -C "$REPO" -c user.name=t -c user.email=t@e commit -qm one &&
-    echo more >>"$REPO/fs/main.cc" && git -C "$REPO" -c user.name=t -c user.email=t@e commit -qam two
+    echo more >>"$REPO/fs/daemon/main.cc" && git -C "$REPO" -c user.name=t -c user.email=t@e commit -qam two
 }
 run "a local repository" make_repo
 E2E_TIMEOUT=300 check "git clone onto the mount" git clone -q "file://$REPO" "$M/clone"

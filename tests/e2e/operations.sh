@@ -319,7 +319,7 @@ if ! $EMULATOR; then
   echo "  SKIP  SAS, key file and http checks: they sign with the emulator's key (AZURE_STORAGE_CONNECTION_STRING is set)"
 else
   SAS_OPTS="account_name=$DEV_ACCOUNT,blob_endpoint=$BLOB_URL,table_endpoint=$TABLE_URL,attr_timeout=1,log_level=debug"
-  # The table's name: DefaultTableName (fs/mount_options.cc).
+  # The table's name: DefaultTableName (fs/daemon/mount_options.cc).
   TABLE=fs${C//-/}$(printf %s "$C" | sha256sum | cut -c1-8)
   TABLE=${TABLE:0:63}
   (

@@ -8,7 +8,7 @@
 #include <memory>
 #include <random>
 
-#include "fs/log.h"
+#include "fs/base/log.h"
 #include "tests/sim/faults.h"
 #include "tests/sim/invariants.h"
 #include "tests/sim/ledger.h"

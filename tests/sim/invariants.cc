@@ -2,8 +2,8 @@
 
 #include <map>
 
-#include "fs/fsck.h"
-#include "fs/inode_table.h"
+#include "fs/admin/fsck.h"
+#include "fs/namespace/inode_table.h"
 #include "tests/sim/model.h"
 
 namespace stampfs::sim {

@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-#include "fs/names.h"
+#include "fs/namespace/names.h"
 #include "tests/sim/model.h"
 
 namespace stampfs::sim {

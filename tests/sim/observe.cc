@@ -1,9 +1,9 @@
 #include "tests/sim/observe.h"
 
-#include "fs/attr.h"
-#include "fs/inode_table.h"
-#include "fs/names.h"
-#include "fs/table_scan.h"
+#include "fs/namespace/attr.h"
+#include "fs/namespace/inode_table.h"
+#include "fs/namespace/names.h"
+#include "fs/namespace/table_scan.h"
 #include "tests/sim/world.h"
 
 namespace stampfs::sim {

@@ -4,9 +4,9 @@
 
 #include <cerrno>
 
-#include "fs/errno_map.h"
-#include "fs/inode_table.h"
-#include "fs/names.h"
+#include "fs/fuse/errno_map.h"
+#include "fs/namespace/inode_table.h"
+#include "fs/namespace/names.h"
 
 namespace stampfs::sim {
 
@@ -134,7 +134,7 @@ std::string Executor::OpenFile(Op& op, SimMount& m, const Snapshot& before, Stat
   bool created = false;
   if (create) {
     // fuse_ops.cc OnCreate: without O_EXCL the entry waits for the first commit.
-    // As fs/fuse_ops.cc: O_EXCL creates are deferred too with commit=async.
+    // As fs/fuse/fuse_ops.cc: O_EXCL creates are deferred too with commit=async.
     attr = m.ns->Create(parent->ino, name, 0644, 0, 0, !op.excl || m.data->async());
     created = attr.ok();
     if (attr.status().Is(Code::kAlreadyExists) && !op.excl) attr = m.ns->Lookup(parent->ino, name);
@@ -207,7 +207,7 @@ std::string Executor::WriteTo(Op& op, SimMount& m, bool append, int step, Status
   }
   op.off = off;
   const std::string bytes = WriteBytes(step, m.id, op.len);
-  // As fs/fuse_ops.cc: O_APPEND writes at the open file's end (the kernel's
+  // As fs/fuse/fuse_ops.cc: O_APPEND writes at the open file's end (the kernel's
   // offset is ignored), and the open's handle is checked against conflicts.
   auto n = m.data->Write(h.ino, bytes.data(), bytes.size(), off, append, h.fh);
   *status = n.status();
@@ -229,7 +229,7 @@ std::string Executor::Commit(Op& op, SimMount& m, const Snapshot& before, int st
   (void)before;
   OpenHandle h = handles_.at(op.handle);
   View* v = ledger_.Find(m.id, h.ino);
-  // As fs/fuse_ops.cc: fsync is FileData::Sync, flush (every close) Flush.
+  // As fs/fuse/fuse_ops.cc: fsync is FileData::Sync, flush (every close) Flush.
   const bool fsync = op.kind == OpKind::kFsync;
   *status = fsync ? m.data->Sync(h.ino) : m.data->Flush(h.ino);
   std::string out;
@@ -328,7 +328,7 @@ std::string Executor::ChangeNames(Op& op, SimMount& m, const Snapshot& before, b
             Status(Code::kNotPermitted, "skipped: symlink over a file across dirs (defect 4)");
         return "skip";
       }
-      // As fs/fuse_ops.cc's BeforeRename: commit=async commits what is
+      // As fs/fuse/fuse_ops.cc's BeforeRename: commit=async commits what is
       // queued under the source (and the target) first; an open target's
       // data is made local before the copy overwrites its blob.
       auto src_attr = m.ns->Peek(parent->ino, name);
@@ -359,7 +359,7 @@ std::string Executor::ChangeNames(Op& op, SimMount& m, const Snapshot& before, b
       if (!orphans.ok()) return "";
       if (target != 0 && m.ns->RemovedHere(target)) m.data->Unlinked(target, "", "");
       for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
-      if (moved != 0) m.data->Renamed(moved);  // as fs/fuse_ops.cc
+      if (moved != 0) m.data->Renamed(moved);  // as fs/fuse/fuse_ops.cc
       return std::to_string(orphans->size()) + " blob(s) to delete";
     }
     case OpKind::kMkdir:

@@ -1,4 +1,4 @@
-// Runs one scheduled operation on a mount through the calls fs/fuse_ops.cc
+// Runs one scheduled operation on a mount through the calls fs/fuse/fuse_ops.cc
 // makes (path walk by Lookup, Create/Open, Write, Flush, Release, Truncate,
 // Unlink + Unlinked, Rename + DeleteBlobWhenUnused, ...), and keeps the
 // Ledger (and, in reference runs, the POSIX model) in step with what each
@@ -22,7 +22,7 @@ struct OpenHandle {
   int id = 0;
   int mount = 0;
   uint64_t ino = 0;
-  uint64_t fh = kAnyHandle;  // OpenResult::handle, passed to Write as fs/fuse_ops.cc does
+  uint64_t fh = kAnyHandle;  // OpenResult::handle, passed to Write as fs/fuse/fuse_ops.cc does
   uint64_t model_file = 0;  // reference runs
   std::string path;         // at open (a file not in the table yet has no other)
 };

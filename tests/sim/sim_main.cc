@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "fs/log.h"
+#include "fs/base/log.h"
 #include "tests/sim/driver.h"
 
 using stampfs::sim::Mix;

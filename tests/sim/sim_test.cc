@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "fs/log.h"
+#include "fs/base/log.h"
 #include "tests/sim/driver.h"
 
 namespace stampfs::sim {

@@ -1,7 +1,7 @@
 // The simulated world: one shared fake account (FakeBlobStore +
 // FakeTableStore) and several mounts of it, each seeing the account through
 // its own FaultPlan decorators and keeping its own cache directory, assembled
-// as fs/main.cc assembles a mount (Namespace, MetaCache, BlockCache,
+// as fs/daemon/main.cc assembles a mount (Namespace, MetaCache, BlockCache,
 // FileData). Time is a simulated clock that only the driver advances.
 //
 // Kill (kill -9): the mount's objects are destroyed without CommitAll. This
@@ -17,8 +17,8 @@
 
 #include "cache/block_cache.h"
 #include "cache/meta_cache.h"
-#include "fs/file_data.h"
-#include "fs/namespace.h"
+#include "fs/data/file_data.h"
+#include "fs/namespace/namespace.h"
 #include "storage/fakes.h"
 
 namespace stampfs::sim {
@@ -51,7 +51,7 @@ class World {
   World(int mounts, std::string root, ConflictPolicy policy);
   ~World();
 
-  // Starts `m` on its cache dir as fs/main.cc does: Init (rolls intents
+  // Starts `m` on its cache dir as fs/daemon/main.cc does: Init (rolls intents
   // forward), ReserveInoRange, ListRoot, BlockCache, FileData, ReplayJournal.
   // A failed step leaves the mount down; the status says which.
   Status Start(SimMount& m);

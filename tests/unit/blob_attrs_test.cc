@@ -4,7 +4,7 @@
 // metadata, with the entry following the blob's new ETag.
 #include <sys/stat.h>
 
-#include "fs/blob_times.h"
+#include "fs/namespace/blob_times.h"
 #include "storage/content_md5.h"
 #include "tests/unit/file_data_fixture.h"
 

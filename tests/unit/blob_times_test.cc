@@ -1,5 +1,5 @@
-// The blob metadata "mtime" forms (fs/blob_times.h).
-#include "fs/blob_times.h"
+// The blob metadata "mtime" forms (fs/namespace/blob_times.h).
+#include "fs/namespace/blob_times.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <chrono>
 #include <string>
 
-#include "fs/errno_map.h"
+#include "fs/fuse/errno_map.h"
 #include "storage/http.h"
 
 namespace stampfs {

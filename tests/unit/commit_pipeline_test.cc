@@ -10,7 +10,7 @@
 #include <atomic>
 #include <thread>
 
-#include "fs/file_data.h"
+#include "fs/data/file_data.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
 #include "tests/unit/file_data_fixture.h"

@@ -1,5 +1,5 @@
 // The control socket: stats over a unix socket, one daemon per socket path.
-#include "fs/control_socket.h"
+#include "fs/daemon/control_socket.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

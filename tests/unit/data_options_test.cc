@@ -1,8 +1,8 @@
 // The data path's mount options: cache_size, block_size, conflict.
 #include <gtest/gtest.h>
 
-#include "fs/file_data.h"
-#include "fs/mount_options.h"
+#include "fs/data/file_data.h"
+#include "fs/daemon/mount_options.h"
 
 namespace stampfs {
 namespace {

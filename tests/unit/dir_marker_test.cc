@@ -2,16 +2,16 @@
 // removes it (never a blob that is not a marker), a directory rename moves
 // the markers of the whole tree (also when rolled forward after a failure),
 // and fsck reports and writes missing markers.
-#include "fs/dir_marker.h"
+#include "fs/namespace/dir_marker.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <memory>
 
-#include "fs/fsck.h"
-#include "fs/inode_table.h"
-#include "fs/namespace.h"
+#include "fs/admin/fsck.h"
+#include "fs/namespace/inode_table.h"
+#include "fs/namespace/namespace.h"
 #include "storage/fakes.h"
 
 namespace stampfs {

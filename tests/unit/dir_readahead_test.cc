@@ -1,4 +1,4 @@
-// Read-ahead across a directory's small files (fs/dir_readahead.h): a reader
+// Read-ahead across a directory's small files (fs/data/dir_readahead.h): a reader
 // opening files in listing order finds the next ones in the cache, fetched
 // once each; out-of-order opens and large files fetch nothing ahead; a stale
 // listing never serves another version's bytes.

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "fs/mount_config.h"
-#include "fs/mount_options.h"
+#include "fs/daemon/mount_config.h"
+#include "fs/daemon/mount_options.h"
 #include "storage/auth.h"
 #include "storage/client_assertion.h"
 #include "storage/connection_string.h"

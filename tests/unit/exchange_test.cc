@@ -1,14 +1,14 @@
-// RENAME_EXCHANGE of files with data (fs/namespace_exchange.cc), on the
+// RENAME_EXCHANGE of files with data (fs/namespace/namespace_exchange.cc), on the
 // fakes: the swap, the roll-forward that puts each blob back under its
 // entry's path, and a crash at every storage call of both.
 #include <sys/stat.h>
 
 #include <iostream>
 
-#include "fs/errno_map.h"
-#include "fs/hard_links.h"
-#include "fs/import.h"
-#include "fs/rename_view.h"
+#include "fs/fuse/errno_map.h"
+#include "fs/namespace/hard_links.h"
+#include "fs/admin/import.h"
+#include "fs/namespace/rename_view.h"
 #include "tests/unit/exchange_fixture.h"
 
 namespace stampfs {

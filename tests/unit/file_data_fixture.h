@@ -17,8 +17,8 @@
 #include <string>
 #include <thread>
 
-#include "fs/attr.h"
-#include "fs/file_data.h"
+#include "fs/namespace/attr.h"
+#include "fs/data/file_data.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
 

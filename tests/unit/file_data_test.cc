@@ -2,7 +2,7 @@
 // block lists, background staging, partial overwrites reusing committed ids,
 // 503 and 412 on commit, conflict copies, a crash between blob commit and
 // entry merge, eviction with a full cache of dirty blocks, journal replay.
-#include "fs/file_data.h"
+#include "fs/data/file_data.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -438,7 +438,7 @@ TEST_F(FileDataTest, SequentialReadsPrefetchAheadAndReopenKeepsTheKernelCache) {
   ASSERT_TRUE(b.data->Release(attr->ino).ok());
 }
 
-// ---- read-ahead streams (fs/file_stream.cc)
+// ---- read-ahead streams (fs/data/file_stream.cc)
 
 }  // namespace
 

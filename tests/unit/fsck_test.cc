@@ -1,6 +1,6 @@
 // fsck on the in-memory fakes: a clean file system, then each kind of damage
 // made deliberately, detected, repaired, and clean again.
-#include "fs/fsck.h"
+#include "fs/admin/fsck.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <map>
 
-#include "fs/attr.h"
-#include "fs/import.h"
-#include "fs/namespace.h"
-#include "fs/table_scan.h"
+#include "fs/namespace/attr.h"
+#include "fs/admin/import.h"
+#include "fs/namespace/namespace.h"
+#include "fs/namespace/table_scan.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
 

@@ -3,7 +3,7 @@
 // unmappable names are reported, re-runs change nothing, --refresh adds,
 // updates and removes, and a failed directory never leaves an entry whose
 // "." row is missing.
-#include "fs/import.h"
+#include "fs/admin/import.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -12,10 +12,10 @@
 #include <map>
 #include <set>
 
-#include "fs/attr.h"
-#include "fs/inode_table.h"
-#include "fs/namespace.h"
-#include "fs/table_scan.h"
+#include "fs/namespace/attr.h"
+#include "fs/namespace/inode_table.h"
+#include "fs/namespace/namespace.h"
+#include "fs/namespace/table_scan.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
 

@@ -1,10 +1,10 @@
 // Hard links of symlinks, FIFOs, sockets and devices on the fakes
-// (fs/namespace_links.cc): no blob, the record holds the target or rdev;
+// (fs/namespace/namespace_links.cc): no blob, the record holds the target or rdev;
 // counts, unlink, rename, fsck, and a crash at every storage call.
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "fs/hard_links.h"
+#include "fs/namespace/hard_links.h"
 #include "tests/unit/rename_fixture.h"
 
 namespace stampfs {

@@ -1,7 +1,7 @@
-// Hard links on the fakes (fs/namespace_links.cc): counts, shared data,
+// Hard links on the fakes (fs/namespace/namespace_links.cc): counts, shared data,
 // unlink and rename of the blob's name, fsck, and a crash at every storage
 // call of a link and of an unlink leaving every name readable.
-#include "fs/hard_links.h"
+#include "fs/namespace/hard_links.h"
 #include "tests/unit/rename_fixture.h"
 
 namespace stampfs {
@@ -82,7 +82,7 @@ TEST_F(LinkTest, RefusalsLeaveTheCountAlone) {
   EXPECT_TRUE(r.findings.empty()) << Findings(r);
 }
 
-// link(2) needs the file committed (fs/fuse_ops.cc commits first): a file
+// link(2) needs the file committed (fs/fuse/fuse_ops.cc commits first): a file
 // whose first commit has not landed is refused (EPERM), nothing linked.
 TEST_F(LinkTest, ALinkOfAFileNotCommittedYetIsRefused) {
   Mount m = NewMount();
@@ -326,7 +326,7 @@ TEST_P(LinkCrashTest, EveryCrashPointLeavesEveryNameReadable) {
 INSTANTIATE_TEST_SUITE_P(Links, LinkCrashTest,
                          ::testing::Combine(::testing::Values(0, 1, 2, 3), ::testing::Bool()));
 
-// The unlink of a linked file's last name, as fs/fuse_ops.cc runs it: the
+// The unlink of a linked file's last name, as fs/fuse/fuse_ops.cc runs it: the
 // name, the count (0), the blob (FileData::Unlinked), the record. A crash
 // at any call leaves the name readable, or nothing: fsck --repair removes
 // what is left and never brings the file back (a blob left without its

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "cache/entity_codec.h"
+
 namespace stampfs {
 namespace {
 

@@ -1,6 +1,6 @@
-// The config file (fs/mount_config.h), credentials from files, refusal of
+// The config file (fs/daemon/mount_config.h), credentials from files, refusal of
 // readable secret files, SAS grants and the http rule.
-#include "fs/mount_config.h"
+#include "fs/daemon/mount_config.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

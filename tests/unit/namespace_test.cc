@@ -1,7 +1,7 @@
 // The namespace protocol on the in-memory fakes: table layout, the "." row
 // generation, mkdir/rmdir ordering under injected faults, create/rmdir races
 // between two mounts, cache revalidation, rename.
-#include "fs/namespace.h"
+#include "fs/namespace/namespace.h"
 
 #include <gtest/gtest.h>
 
@@ -10,9 +10,9 @@
 #include <set>
 #include <thread>
 
-#include "fs/errno_map.h"
-#include "fs/inode_table.h"
-#include "fs/names.h"
+#include "fs/fuse/errno_map.h"
+#include "fs/namespace/inode_table.h"
+#include "fs/namespace/names.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
 

@@ -1,6 +1,6 @@
-// The counting wrappers of fs/op_counters.cc: what they record as the target
+// The counting wrappers of fs/fuse/op_counters.cc: what they record as the target
 // of an operation, which error logs name.
-#include "fs/op_counters.h"
+#include "fs/fuse/op_counters.h"
 
 #include <gtest/gtest.h>
 

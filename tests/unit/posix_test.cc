@@ -5,9 +5,9 @@
 
 #include <atomic>
 
-#include "fs/errno_map.h"
-#include "fs/names.h"
-#include "fs/namespace.h"
+#include "fs/fuse/errno_map.h"
+#include "fs/namespace/names.h"
+#include "fs/namespace/namespace.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
 

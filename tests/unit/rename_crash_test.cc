@@ -109,7 +109,7 @@ TEST_F(RenameCrashTest, AnUnfinishedRenameWhoseTargetIsRemovedLeavesNoBlob) {
     plan_->SetInjector(nullptr);
     if (renamed) break;  // k is past the rename's last call
     if (auto gone = other.ns->Unlink(other_a->ino, "z"); gone.ok()) {
-      removed_targets++;  // its blob is the caller's to delete (fs/fuse_ops.cc)
+      removed_targets++;  // its blob is the caller's to delete (fs/fuse/fuse_ops.cc)
       if (!gone->blob_etag.empty()) {
         ASSERT_TRUE(blobs_->Delete(kContainer, gone->blob, Condition::IfMatch(gone->blob_etag)).ok());
       }

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "fs/fsck.h"
-#include "fs/import.h"
-#include "fs/names.h"
-#include "fs/namespace.h"
-#include "fs/table_scan.h"
+#include "fs/admin/fsck.h"
+#include "fs/admin/import.h"
+#include "fs/namespace/names.h"
+#include "fs/namespace/namespace.h"
+#include "fs/namespace/table_scan.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
 

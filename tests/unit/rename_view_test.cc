@@ -1,10 +1,10 @@
-// Read-only mounts and unfinished renames (fs/rename_view.h), on the fakes.
+// Read-only mounts and unfinished renames (fs/namespace/rename_view.h), on the fakes.
 //
 // A read-only mount cannot roll a rename forward. Through the view it shows
 // the tree as the roll-forward will leave it: after a crash at every storage
 // call of a rename (where the stored table shows entries twice or not at
 // all), and at every step of another mount's rename that is still running.
-#include "fs/rename_view.h"
+#include "fs/namespace/rename_view.h"
 
 #include <iostream>
 

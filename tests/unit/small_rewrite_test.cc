@@ -1,12 +1,12 @@
 // Small rewrites stay small: a commit that changes a few bytes of a large
 // committed file uploads a bounded number of bytes (the rewrite layout,
-// fs/block_layout.h), and the file reads back the same on this mount and on
+// fs/data/block_layout.h), and the file reads back the same on this mount and on
 // a cold one.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "fs/block_layout.h"
+#include "fs/data/block_layout.h"
 #include "storage/stats.h"
 #include "tests/unit/file_data_fixture.h"
 

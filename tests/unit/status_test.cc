@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "fs/errno_map.h"
+#include "fs/fuse/errno_map.h"
 #include "storage/status.h"
 
 namespace stampfs {

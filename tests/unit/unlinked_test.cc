@@ -4,8 +4,8 @@
 #include <cerrno>
 #include <thread>
 
-#include "fs/errno_map.h"
-#include "fs/hard_links.h"
+#include "fs/fuse/errno_map.h"
+#include "fs/namespace/hard_links.h"
 #include "file_data_fixture.h"
 
 namespace stampfs {
@@ -16,7 +16,7 @@ class UnlinkedTest : public DeferredCreateTest {
   bool BlobGone(const std::string& name) {
     return raw_blobs_->GetProperties(kContainer, name).status().Is(Code::kNotFound);
   }
-  // What fstat shows through a descriptor (fs/fuse_ops.cc EntryFor).
+  // What fstat shows through a descriptor (fs/fuse/fuse_ops.cc EntryFor).
   Attr Fstat(Mount& m, uint64_t ino) {
     auto attr = m.ns->GetAttr(ino);
     EXPECT_TRUE(attr.ok()) << attr.status().ToString();
@@ -28,7 +28,7 @@ class UnlinkedTest : public DeferredCreateTest {
   Status Unlink(Mount& m, const std::string& name) {
     auto gone = m.ns->Unlink(kRootIno, name);
     if (!gone.ok()) return gone.status();
-    m.data->Unlinked(*gone);  // as fs/fuse_ops.cc OnUnlink
+    m.data->Unlinked(*gone);  // as fs/fuse/fuse_ops.cc OnUnlink
     return Status::Ok();
   }
   // LinkedFile opened through "g" by `m`, nothing read, then "g" and "f"
@@ -41,7 +41,7 @@ class UnlinkedTest : public DeferredCreateTest {
     return ino;
   }
   // An atomic save over `name` (open here as `ino`): "tmp" holding `data`
-  // renamed over it, as fs/fuse_ops.cc OnRename runs it.
+  // renamed over it, as fs/fuse/fuse_ops.cc OnRename runs it.
   void RenameOver(Mount& m, const std::string& name, uint64_t ino, const std::string& data) {
     Commit(m, "tmp", data);
     m.data->CommitDue();

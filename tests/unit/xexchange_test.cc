@@ -1,4 +1,4 @@
-// RENAME_EXCHANGE of entries of two directories (fs/namespace_xexchange.cc),
+// RENAME_EXCHANGE of entries of two directories (fs/namespace/namespace_xexchange.cc),
 // on the fakes: every kind of pair, a crash at every storage call (the next
 // mount or fsck --repair finishes it), other mounts meanwhile, and the
 // roll-forward deciding each step from what the table holds.
@@ -7,7 +7,7 @@
 
 #include <iostream>
 
-#include "fs/errno_map.h"
+#include "fs/fuse/errno_map.h"
 #include "tests/unit/exchange_fixture.h"
 
 namespace stampfs {

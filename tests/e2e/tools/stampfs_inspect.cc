@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "fs/mount_options.h"
+#include "fs/daemon/mount_options.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
 #include "storage/table_keys.h"

@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "fs/mount_options.h"
+#include "fs/daemon/mount_options.h"
 #include "storage/auth.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"

@@ -1,0 +1,83 @@
+// Internal to the importer (fs/admin/import.cc): the tree that a container's blob
+// names describe, and the table writes that bring a table to it. Split out
+// so each step stays small and testable through Importer.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fs/admin/import.h"
+#include "fs/namespace/table_scan.h"
+
+namespace stampfs {
+
+struct BlobTree {
+  struct Child {
+    bool dir = false;
+    const BlobItem* blob = nullptr;  // a file's blob (directories: none)
+  };
+  struct Dir {
+    const BlobItem* marker = nullptr;  // the folder-marker blob, if any
+    std::map<std::string, Child> children;
+  };
+  // By path ("/", "/a", "/a/b"): a parent sorts before its children.
+  std::map<std::string, Dir> dirs;
+};
+
+// A zero-length blob with metadata hdi_isfolder=true (blobfuse) or a
+// zero-length blob whose name ends in '/': it stands for a directory.
+bool IsDirectoryMarker(const BlobItem& blob);
+// The path of the directory a marker stands for ("a/b/" -> "/a/b").
+std::string MarkerPath(const BlobItem& blob);
+
+// The tree of `blobs`; blobs that cannot be mapped go to `problems`.
+BlobTree BuildBlobTree(const std::vector<BlobItem>& blobs, std::vector<ImportProblem>* problems);
+
+// One write to a directory's partition.
+struct PendingWrite {
+  enum class Kind { kInsertFile, kInsertDir, kUpdate, kDelete };
+  Kind kind = Kind::kInsertFile;
+  Entity entity;           // inserts: all but a new inode number; updates: merged properties
+  std::string etag;        // kUpdate / kDelete: If-Match
+  std::string child_path;  // kInsertDir: the directory the entry names
+  std::string path;        // for reports
+};
+
+// What to write into one directory's partition.
+struct DirWork {
+  std::string path;
+  uint64_t ino = 0;       // 0 until AssignInodes when the directory is new
+  int64_t mtime_ns = 0;   // a new directory's mtime, kept as its "." row's "touched"
+  bool write_dot = false;  // the "." row is missing: create it (with ino)
+  bool blocked = false;    // the table holds a non-directory at or above this path
+  std::string blocked_reason;
+  bool failed = false;     // a write to this partition failed
+  std::vector<PendingWrite> writes;
+};
+
+struct ImportPlan {
+  std::map<std::string, DirWork> dirs;  // by path
+  uint64_t new_inodes = 0;
+  uint64_t unchanged = 0;
+  uint64_t stale = 0;
+  uint64_t total_writes = 0;
+};
+
+struct PlanInputs {
+  const BlobTree& tree;
+  const TableScan& scan;
+  const std::set<std::string>& blob_names;  // every listed blob
+  const ImportOptions& options;
+  int64_t now_ns = 0;
+};
+
+ImportPlan PlanImport(const PlanInputs& in, std::vector<ImportProblem>* problems);
+// Gives new directories and new files consecutive numbers from `first`.
+void AssignInodes(uint64_t first, ImportPlan* plan);
+// Directories of the plan, deepest first (the order the writes must follow).
+std::vector<DirWork*> DeepestFirst(ImportPlan* plan);
+
+}  // namespace stampfs

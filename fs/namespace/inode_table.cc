@@ -1,0 +1,139 @@
+#include "fs/namespace/inode_table.h"
+
+#include "fs/namespace/attr.h"
+#include "storage/utf8.h"
+
+namespace stampfs {
+
+InodeTable::InodeTable() {
+  Node root;
+  root.parent = kRootIno;
+  root.is_dir = true;
+  root.lookups = 1;  // the kernel never forgets the root
+  nodes_[kRootIno] = root;
+}
+
+void InodeTable::Remember(uint64_t ino, uint64_t parent, const std::string& name, bool is_dir) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Node& n = nodes_[ino];
+  n.parent = parent;
+  n.name = name;
+  n.is_dir = is_dir;
+  n.detached = false;
+  n.lookups++;
+}
+
+void InodeTable::Move(uint64_t ino, uint64_t new_parent, const std::string& new_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return;
+  it->second.parent = new_parent;
+  it->second.name = new_name;
+}
+
+void InodeTable::Forget(uint64_t ino, uint64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end() || ino == kRootIno) return;
+  it->second.lookups = it->second.lookups > n ? it->second.lookups - n : 0;
+  MaybeErase(ino);
+}
+
+void InodeTable::Pin(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it != nodes_.end()) it->second.pins++;
+}
+
+void InodeTable::Unpin(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return;
+  if (it->second.pins > 0) it->second.pins--;
+  MaybeErase(ino);
+}
+
+void InodeTable::Detach(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it != nodes_.end() && ino != kRootIno) it->second.detached = true;
+}
+
+bool InodeTable::IsDetached(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  return it != nodes_.end() && it->second.detached;
+}
+
+bool InodeTable::Contains(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return nodes_.count(ino) > 0;
+}
+
+void InodeTable::MaybeErase(uint64_t ino) {
+  auto it = nodes_.find(ino);
+  if (it != nodes_.end() && it->second.lookups == 0 && it->second.pins == 0) nodes_.erase(it);
+}
+
+std::optional<std::string> InodeTable::PathOf(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string path;
+  // Depth bound: a cycle would be a bug, never an infinite loop.
+  for (int depth = 0; ino != kRootIno; ++depth) {
+    auto it = nodes_.find(ino);
+    if (it == nodes_.end() || it->second.detached || depth > 4096) return std::nullopt;
+    path.insert(0, "/" + it->second.name);
+    ino = it->second.parent;
+  }
+  return path.empty() ? "/" : path;
+}
+
+bool InodeTable::IsDir(uint64_t ino) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  return it != nodes_.end() && it->second.is_dir;
+}
+
+size_t InodeTable::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return nodes_.size();
+}
+
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+std::string ParentPath(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
+
+// U+F000 + b in UTF-8 (the private-use mapping of Services for Macintosh).
+static void AppendPrivateUse(unsigned char b, std::string* out) {
+  const char32_t cp = 0xF000 + b;
+  out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+  out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+  out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+}
+
+std::string BlobNameFor(const std::string& path) {
+  // Blob names are UTF-8 and the service reads '\' as '/': a file "a\b"
+  // would land in "a/b". '\' and every byte that is not valid UTF-8 are
+  // stored as U+F000 + byte, which other tools show as one character.
+  std::string out;
+  out.reserve(path.size());
+  for (size_t i = 1; i < path.size();) {
+    char32_t cp;
+    size_t len = DecodeUtf8(path, i, &cp);
+    if (len == 0 || path[i] == '\\') {
+      AppendPrivateUse(static_cast<unsigned char>(path[i]), &out);
+      i += 1;
+    } else {
+      out.append(path, i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
+}  // namespace stampfs
