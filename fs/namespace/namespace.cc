@@ -365,20 +365,24 @@ Result<Entity> Namespace::FetchNameOf(uint64_t ino, std::string* path, bool fres
   return e;
 }
 
-Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
-  auto loc = Locate(parent, name);
-  STAMPFS_RETURN_IF_ERROR(loc);
-  auto named = FetchEntry(loc->parent_path, name, false);
+Result<Attr> Namespace::NamedAttr(const Located& loc) {
+  auto named = FetchEntry(loc.parent_path, loc.name, false);
   STAMPFS_RETURN_IF_ERROR(named);
   auto e = ResolveLink(*named, false);
   STAMPFS_RETURN_IF_ERROR(e);
-  auto attr = AttrFromEntity(*e);
+  return AttrFromEntity(*e);
+}
+
+Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
+  auto loc = Locate(parent, name);
+  STAMPFS_RETURN_IF_ERROR(loc);
+  auto attr = NamedAttr(*loc);
   STAMPFS_RETURN_IF_ERROR(attr);
   if (RemovedHere(attr->ino)) {
     // Read before this mount's unlink or rename over the name finished (the
     // kernel revalidates a name without the directory's lock): what the
     // name holds now, never the removed inode under it again.
-    e = FetchEntry(loc->parent_path, name, true);
+    auto e = FetchEntry(loc->parent_path, name, true);
     STAMPFS_RETURN_IF_ERROR(e);
     attr = AttrFromEntity(*e);
     STAMPFS_RETURN_IF_ERROR(attr);
@@ -391,11 +395,7 @@ Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
 Result<Attr> Namespace::Peek(uint64_t parent, const std::string& name) {
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
-  auto named = FetchEntry(loc->parent_path, name, false);
-  STAMPFS_RETURN_IF_ERROR(named);
-  auto e = ResolveLink(*named, false);
-  STAMPFS_RETURN_IF_ERROR(e);
-  return AttrFromEntity(*e);
+  return NamedAttr(*loc);
 }
 
 void Namespace::Remember(uint64_t parent, const DirEntry& entry) {

@@ -304,6 +304,8 @@ class Namespace {
   Status CheckCanDelete(const char* op) const;
   // `new_name`: the name is being created (CheckNewName), else CheckName.
   Result<Located> Locate(uint64_t parent, const std::string& name, bool new_name = false);
+  // What a located name holds now, hard links resolved (cached within the TTL).
+  Result<Attr> NamedAttr(const Located& loc);
   Result<std::string> PathOf(uint64_t ino);
   // `fresh` skips the cache (before a conditional write that must not be stale).
   // `pending_too`: this mount's pending creates count (as every lookup
