@@ -16,7 +16,7 @@ namespace {
 // ---------------------------------------------------------------------------
 // SQLite helpers.
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 constexpr int kBusyTimeoutMs = 5000;
 
 // Migrations[v] takes a database from user_version v to v + 1.
@@ -25,6 +25,8 @@ constexpr const char* kMigrations[kSchemaVersion] = {
     " fetched_ms INTEGER, PRIMARY KEY(pk, rk)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS generations(pk TEXT PRIMARY KEY, dot_etag TEXT,"
     " complete INTEGER, validated_ms INTEGER);",
+    "CREATE TABLE IF NOT EXISTS deferred_attrs(ino INTEGER PRIMARY KEY, parent TEXT,"
+    " name TEXT, change TEXT, ctime_ns INTEGER);",
 };
 
 enum Stmt {
@@ -38,6 +40,9 @@ enum Stmt {
   kDeleteGeneration,
   kListEntries,
   kListAfter,
+  kPutDeferred,
+  kEraseDeferred,
+  kListDeferred,
   kBegin,
   kCommit,
   kRollback,
@@ -57,6 +62,10 @@ constexpr const char* kSql[kStmtCount] = {
     "SELECT rk, props, etag, fetched_ms FROM entries WHERE pk = ?1 ORDER BY rk",
     "SELECT rk, props, etag, fetched_ms FROM entries WHERE pk = ?1 AND rk > ?2 ORDER BY rk"
     " LIMIT ?3",
+    "INSERT OR REPLACE INTO deferred_attrs(ino, parent, name, change, ctime_ns)"
+    " VALUES(?1, ?2, ?3, ?4, ?5)",
+    "DELETE FROM deferred_attrs WHERE ino = ?1",
+    "SELECT ino, parent, name, change, ctime_ns FROM deferred_attrs ORDER BY ino",
     "BEGIN IMMEDIATE",
     "COMMIT",
     "ROLLBACK",
@@ -436,6 +445,44 @@ Status MetaCache::DropPartition(const std::string& partition_key) {
     STAMPFS_RETURN_IF_ERROR(Use(s[kDeleteEntries]).Text(1, partition_key).Run(db_, what));
     return Use(s[kDeleteGeneration]).Text(1, partition_key).Run(db_, what);
   });
+}
+
+}  // namespace stampfs
+
+namespace stampfs {
+
+// synchronous=FULL for this one write: the change is acknowledged to the
+// caller once it returns, so it must survive a power loss (WAL + NORMAL
+// would only survive a crash of the process).
+Status MetaCache::PutDeferredAttrs(const DeferredAttrsRow& row) {
+  std::lock_guard<std::mutex> lock(mu_);
+  STAMPFS_RETURN_IF_ERROR(Exec(db_, "PRAGMA synchronous = FULL", "deferred attrs: sync"));
+  Status st = Use(stmts_->s[kPutDeferred])
+                  .Int(1, static_cast<int64_t>(row.ino))
+                  .Text(2, row.parent_path)
+                  .Text(3, row.name)
+                  .Text(4, row.change)
+                  .Int(5, row.ctime_ns)
+                  .Run(db_, "metadata cache: put deferred attrs");
+  Status back = Exec(db_, "PRAGMA synchronous = NORMAL", "deferred attrs: unsync");
+  return st.ok() ? back : st;
+}
+
+Status MetaCache::EraseDeferredAttrs(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Use(stmts_->s[kEraseDeferred])
+      .Int(1, static_cast<int64_t>(ino))
+      .Run(db_, "metadata cache: erase deferred attrs");
+}
+
+std::vector<DeferredAttrsRow> MetaCache::ListDeferredAttrs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<DeferredAttrsRow> out;
+  Use q(stmts_->s[kListDeferred]);
+  while (q.Step() == SQLITE_ROW) {
+    out.push_back({static_cast<uint64_t>(q.Int(0)), q.Bytes(1), q.Bytes(2), q.Bytes(3), q.Int(4)});
+  }
+  return out;
 }
 
 }  // namespace stampfs

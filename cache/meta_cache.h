@@ -37,6 +37,16 @@ struct DirectoryGeneration {
   int64_t validated_ms = 0;  // when dot_etag was last confirmed against the table
 };
 
+// A directory's chmod/chown/utimens acknowledged but not in the table yet
+// (commit=async; fs/namespace/namespace_deferred.cc): one row per inode.
+struct DeferredAttrsRow {
+  uint64_t ino = 0;
+  std::string parent_path;  // where its entry was when the change was made
+  std::string name;
+  std::string change;  // the SetAttrRequest, encoded by the namespace
+  int64_t ctime_ns = 0;
+};
+
 class MetaCache {
  public:
   // `path` is a file (created if missing) or ":memory:".
@@ -68,6 +78,12 @@ class MetaCache {
 
   // Forgets a partition entirely (entries and generation).
   Status DropPartition(const std::string& partition_key);
+
+  // Deferred directory attribute changes. Put is durable when it returns
+  // (synchronous=FULL); a row stays until its change is in the table.
+  Status PutDeferredAttrs(const DeferredAttrsRow& row);
+  Status EraseDeferredAttrs(uint64_t ino);
+  std::vector<DeferredAttrsRow> ListDeferredAttrs();
 
  private:
   struct Statements;  // prepared statements, one per operation (meta_cache.cc)

@@ -100,7 +100,7 @@ struct FileDataOptions {
 
 // What the commit pipeline holds (stampfs stat).
 struct PipelineStats {
-  uint64_t queued = 0;         // closed files waiting for their commit
+  uint64_t queued = 0;  // closed files and directory attribute changes waiting for their commit
   int64_t oldest_age_ms = 0;   // since the oldest of them was closed
   uint64_t retrying = 0;       // of which a commit failed and is retried
 };
@@ -352,6 +352,8 @@ class FileData {
   void Dequeue(uint64_t ino);
   void WaitForRoom();
   void RunScheduler();
+  void CommitDeferredQueued(uint64_t ino);
+  size_t CommitDeferredAll(std::chrono::steady_clock::time_point deadline);
   void CommitQueued(uint64_t ino);
   void Closed(const FilePtr& fp, Lock& lock);
   int64_t NowMs() const { return Now() / 1000000; }
@@ -401,14 +403,17 @@ class FileData {
   RecentVersions recent_;  // files closed lately: version and committed attributes
   std::atomic<uint64_t> blob_requests_{0};
   std::atomic<int> streams_{0};  // running; at most fetch_threads
-  // The commit queue: closed files with changes, by inode. Lock order: a
-  // file's mu, then queue_mu_.
+  // The commit queue: closed files with changes, and directories with a
+  // deferred attribute change (Namespace::DeferSetAttr), by inode. Lock
+  // order: a file's mu, then queue_mu_.
   struct Queued {
     int64_t due_ms = 0;
     int64_t since_ms = 0;  // first queued (the age stampfs stat shows)
     int failures = 0;      // commits that failed since: backoff
     bool running = false;  // handed to a pipeline thread
   };
+  // REQUIRES: queue_mu_. A commit of `what` failed for a reason that may pass.
+  void RetryLater(Queued& e, const std::string& what, const Status& s);
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;           // queue changed, or stopping
   std::map<uint64_t, Queued> queued_;          // GUARDED_BY(queue_mu_)

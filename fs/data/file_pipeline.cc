@@ -19,8 +19,8 @@
 // its commit; queue_mu_ is taken after a file's mu, never before.
 #include <algorithm>
 
-#include "fs/data/file_data.h"
 #include "fs/base/log.h"
+#include "fs/data/file_data.h"
 #include "storage/stats.h"
 
 namespace stampfs {
@@ -123,6 +123,7 @@ size_t FileData::CommitDue() {
 }
 
 void FileData::CommitQueued(uint64_t ino) {
+  if (ns_.HasDeferred(ino)) return CommitDeferredQueued(ino);
   // An upload slot before the file's lock (a writer of the file never waits
   // for other files' uploads); given back when the ticket arrives.
   UploadSlot slot(upload_slots_.get());
@@ -164,20 +165,9 @@ void FileData::CommitQueued(uint64_t ino) {
   }
   if (fp->loaded && fp->dirty && !s.Is(Code::kPreconditionFailed)) {
     // The service failed: the changes stay journaled and are retried.
-    g_async_retries.Add();
     std::lock_guard<std::mutex> q(queue_mu_);
     auto it = queued_.find(ino);
-    if (it != queued_.end()) {
-      Queued& e = it->second;
-      e.running = false;
-      e.failures++;
-      const int64_t backoff = std::min<int64_t>(kMaxBackoffMs, 500ll << std::min(e.failures, 6));
-      e.due_ms = NowMs() + backoff;
-      if (e.failures == 1 || e.failures % 10 == 0) {
-        LogWarning(fp->path + ": commit failed (" + s.ToString() + "); retried in " +
-                   std::to_string(backoff) + " ms, the changes stay in the cache journal");
-      }
-    }
+    if (it != queued_.end()) RetryLater(it->second, fp->path, s);
     return;
   }
   if (s.ok()) g_async_commits.Add();
@@ -187,6 +177,41 @@ void FileData::CommitQueued(uint64_t ino) {
   }
   Dequeue(ino);
   if (fp->refs == 0) Closed(fp, lock);
+}
+
+// A directory's deferred attribute change: committed and dequeued, queued
+// again when it changed meanwhile, or retried with backoff.
+void FileData::CommitDeferredQueued(uint64_t ino) {
+  Status s = ns_.CommitDeferred(ino);
+  {
+    std::lock_guard<std::mutex> q(queue_mu_);
+    auto it = queued_.find(ino);
+    if (it == queued_.end()) return;
+    Queued& e = it->second;
+    e.running = false;
+    if (s.ok() && !ns_.HasDeferred(ino)) {
+      g_async_commits.Add();
+      queued_.erase(it);
+    } else if (s.ok()) {
+      e.due_ms = std::max(e.due_ms, NowMs() + options_.commit_delay_ms);
+    } else {
+      RetryLater(e, "directory inode " + std::to_string(ino), s);
+    }
+  }
+  queue_cv_.notify_all();
+}
+
+// REQUIRES: queue_mu_. A commit failed for a reason that may pass.
+void FileData::RetryLater(Queued& e, const std::string& what, const Status& s) {
+  g_async_retries.Add();
+  e.running = false;
+  e.failures++;
+  const int64_t backoff = std::min<int64_t>(kMaxBackoffMs, 500ll << std::min(e.failures, 6));
+  e.due_ms = NowMs() + backoff;
+  if (e.failures == 1 || e.failures % 10 == 0) {
+    LogWarning(what + ": commit failed (" + s.ToString() + "); retried in " +
+               std::to_string(backoff) + " ms, the changes stay in the cache journal");
+  }
 }
 
 bool FileData::Pending(uint64_t ino) {

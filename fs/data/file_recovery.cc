@@ -11,10 +11,10 @@
 
 #include <cstdlib>
 
-#include "fs/namespace/blob_times.h"
-#include "fs/data/file_data.h"
-#include "fs/namespace/inode_table.h"
 #include "fs/base/log.h"
+#include "fs/data/file_data.h"
+#include "fs/namespace/blob_times.h"
+#include "fs/namespace/inode_table.h"
 #include "fs/namespace/names.h"
 
 namespace stampfs {
@@ -41,7 +41,8 @@ Result<FileState> FileData::Adopt(uint64_t ino) {
   if (props->etag == st->blob_etag) return st;
   const bool ours = props->metadata.count("stampfs") > 0;
   int64_t mtime = props->last_modified * 1000000000LL;
-  for (const auto& [key, value] : props->metadata) {  // names are case-insensitive ("Mtime": rclone)
+  for (const auto& [key, value] :
+       props->metadata) {  // names are case-insensitive ("Mtime": rclone)
     if (strcasecmp(key.c_str(), "mtime") == 0) mtime = ParseBlobMtime(value).value_or(mtime);
   }
   const uint64_t bsize = MetaNumber(props->metadata, "bsize", 0);
@@ -90,6 +91,8 @@ void FileData::ForgetLookups(const std::vector<uint64_t>& looked_up) {
 }
 
 Status FileData::ReplayJournal() {
+  // Directories' attribute changes first: the pipeline retries what is left.
+  for (uint64_t ino : ns_.ReplayDeferred()) Enqueue(ino, 0);
   const std::vector<CacheFileInfo> journaled = cache_.Journaled();
   if (journaled.empty()) return Status::Ok();
   LogInfo("dirty journal: " + std::to_string(journaled.size()) +
@@ -134,7 +137,7 @@ size_t FileData::CommitAll(std::chrono::milliseconds budget) {
   if (!commits_) {
     size_t left = 0;
     for (const FilePtr& fp : files) left += commit_one(fp) ? 0 : 1;
-    return left;
+    return left + CommitDeferredAll(deadline);
   }
   // In parallel on the pipeline's threads (their entry changes share batches).
   struct Tally {
@@ -151,9 +154,29 @@ size_t FileData::CommitAll(std::chrono::milliseconds budget) {
       tally.cv.notify_all();
     });
   }
-  std::unique_lock<std::mutex> lock(tally.mu);
-  tally.cv.wait(lock, [&] { return tally.done == files.size(); });
-  return tally.left;
+  {
+    std::unique_lock<std::mutex> lock(tally.mu);
+    tally.cv.wait(lock, [&] { return tally.done == files.size(); });
+  }
+  return tally.left + CommitDeferredAll(deadline);
+}
+
+// Directories' deferred attribute changes, after the files (their commits
+// touch the directories' partitions, not the entries these change).
+size_t FileData::CommitDeferredAll(std::chrono::steady_clock::time_point deadline) {
+  size_t left = 0;
+  for (uint64_t ino : ns_.DeferredInos()) {
+    Status s = std::chrono::steady_clock::now() < deadline ? ns_.CommitDeferred(ino)
+                                                           : Status(Code::kTimeout, "no time left");
+    if (s.ok() && !ns_.HasDeferred(ino)) {
+      Dequeue(ino);
+      continue;
+    }
+    LogWarning("directory inode " + std::to_string(ino) + ": attribute change not committed (" +
+               s.ToString() + "); it stays in the cache journal");
+    left++;
+  }
+  return left;
 }
 
 // Commits one journaled file with the preconditions it had (the conflict

@@ -11,6 +11,14 @@
 namespace stampfs {
 
 Result<Attr> FileData::SetAttr(uint64_t ino, const SetAttrRequest& req) {
+  if (async()) {
+    // A directory's change waits in the journal for the pipeline, as a
+    // closed file's does (Namespace::DeferSetAttr).
+    if (auto deferred = ns_.DeferSetAttr(ino, req)) {
+      if (deferred->ok()) Enqueue(ino, options_.commit_delay_ms);
+      return *deferred;
+    }
+  }
   FilePtr f = Enter(ino);  // an open of the file waits until the blob and entry agree
   Lock lock(f->mu);
   if (f->loaded) {

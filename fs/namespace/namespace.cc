@@ -262,6 +262,13 @@ void Namespace::ListedOrTooLarge(const std::string& pk, bool too_large) {
 
 Result<Entity> Namespace::FetchEntry(const std::string& dir_path, const std::string& name,
                                      bool fresh, bool pending_too) {
+  auto e = FetchStoredEntry(dir_path, name, fresh, pending_too);
+  if (e.ok()) OverlayDeferred(&*e);
+  return e;
+}
+
+Result<Entity> Namespace::FetchStoredEntry(const std::string& dir_path, const std::string& name,
+                                           bool fresh, bool pending_too) {
   const std::string pk = PartitionKeyForDirectory(dir_path);
   const std::string rk = RowKeyForName(name);
   if (pending_too) {
@@ -433,7 +440,8 @@ Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
   }
   std::vector<DirEntry> out;
   out.reserve(entities->size());
-  for (const Entity& e : *entities) {
+  for (Entity& e : *entities) {
+    OverlayDeferred(&e);
     auto name = NameOfEntry(e);
     auto attr = AttrFromEntity(e);
     if (!name.ok() || !attr.ok()) {  // not ours (fsck reports it)

@@ -183,6 +183,20 @@ class Namespace {
   Result<Attr> SetAttrWithBlob(uint64_t ino, const SetAttrRequest& request,
                                BlobVersionChange* change);
   Result<Attr> SetAttr(uint64_t ino, const SetAttrRequest& request);
+  // commit=async (fs/namespace/namespace_deferred.cc): chmod, chown or
+  // utimens of a committed directory (not the root), journaled here and
+  // shown by this mount at once; CommitDeferred puts it in the table.
+  // nullopt: not a change that waits (the caller sets it now).
+  std::optional<Result<Attr>> DeferSetAttr(uint64_t ino, const SetAttrRequest& request);
+  // The directory's deferred change: in the table (or dropped, with a
+  // warning, because the directory is gone) when Ok. A change made while
+  // this one was on its way stays deferred.
+  Status CommitDeferred(uint64_t ino);
+  bool HasDeferred(uint64_t ino);
+  std::vector<uint64_t> DeferredInos();
+  // Commits the changes a crashed run journaled (before serving); returns
+  // those still deferred (the service failed), for the pipeline to retry.
+  std::vector<uint64_t> ReplayDeferred();
   // Entries of a directory with full attributes (one partition query when not cached).
   Result<std::vector<DirEntry>> ReadDir(uint64_t ino);
 
@@ -312,6 +326,9 @@ class Namespace {
   // sees them); false: only what the table holds.
   Result<Entity> FetchEntry(const std::string& dir_path, const std::string& name, bool fresh,
                             bool pending_too = true);
+  // FetchEntry without this mount's deferred directory attribute changes.
+  Result<Entity> FetchStoredEntry(const std::string& dir_path, const std::string& name,
+                                  bool fresh, bool pending_too);
   // The entity holding the inode's attributes: its name's entry, or its
   // inode record when the name is a hard link (fs/namespace/hard_links.h).
   Result<Entity> FetchEntryOf(uint64_t ino, std::string* path, bool fresh);
@@ -426,6 +443,21 @@ class Namespace {
   std::optional<Status> ChangeRemoved(uint64_t ino, const std::function<Status(Entity*)>& change);
   // The entry xattrs are read from: a removed inode's kept one, else the table's.
   Result<Entity> XattrEntity(uint64_t ino);
+  // Deferred directory attribute changes (fs/namespace/namespace_deferred.cc).
+  struct Deferred {
+    std::string parent_path;  // where the directory's entry is
+    std::string name;
+    SetAttrRequest change;  // every change since the last commit, later fields winning
+    int64_t ctime_ns = 0;   // of the latest change
+    uint64_t generation = 0;
+  };
+  static Status ApplyDeferred(const Deferred& d, Entity* entity);
+  void OverlayDeferred(Entity* entity);
+  Status LandDeferred(uint64_t ino, Deferred* d);
+  Result<std::string> FindDirectory(uint64_t ino);
+  void RelocateDeferred(uint64_t ino, const std::string& path, Deferred* d);
+  // Forgets the change (and its journal row) if still at `generation` (0: any).
+  void DropDeferred(uint64_t ino, uint64_t generation = 0);
   // Deferred creates (fs/namespace/namespace_pending.cc).
   Result<Attr> CreateDeferred(uint64_t parent, const Located& loc, const Attr& attr);
   std::optional<Entity> PendingEntry(const std::string& pk, const std::string& rk);
@@ -539,6 +571,9 @@ class Namespace {
   mutable std::mutex removing_mu_;  // nothing else is taken while held
   mutable std::condition_variable removing_cv_;
   mutable std::multiset<uint64_t> removing_;  // RemovalInFlight; GUARDED_BY(removing_mu_)
+  std::mutex deferred_mu_;  // nothing else but the cache's is taken while held
+  std::map<uint64_t, Deferred> deferred_;  // by inode  GUARDED_BY(deferred_mu_)
+  uint64_t deferred_generation_ = 0;       // GUARDED_BY(deferred_mu_)
   std::mutex linked_mu_;
   // Inodes seen with a linked name: when the name this mount knows is gone,
   // the record still answers (another name keeps the file).

@@ -143,6 +143,7 @@ Status Namespace::Rmdir(uint64_t parent, const std::string& name) {
       nullptr);
   STAMPFS_RETURN_IF_ERROR(r);
   inodes_.Detach(attr->ino);
+  DropDeferred(attr->ino);  // its chmod/utimens went with it
   return Status::Ok();
 }
 

@@ -6,7 +6,8 @@
 #   - another mount sees a closed file after commit_delay + attr_timeout;
 #   - fsync returns only when the file is in the container;
 #   - kill -9 with commits queued loses nothing closed: the next mount on
-#     the same cache directory commits it (modes included);
+#     the same cache directory commits it (modes included, and a
+#     directory's chmod and utimens, which wait in the journal too);
 #   - rsync's temporary names are never uploaded, and git works;
 #   - stampfs stat shows the queue; unmount drains it.
 # shellcheck source-path=SCRIPTDIR
@@ -81,7 +82,14 @@ e2e_mount
 for i in 1 2 3; do printf 'killed %d\n' "$i" >"$M/k$i"; done
 chmod 600 "$M/k2"
 mkdir -p "$M/kd" && printf 'nested\n' >"$M/kd/n"
-check "queued before the kill" eval '(( $(e2e_stat_value "$M" commits.queued) >= 4 ))'
+# A directory's chmod and utimens wait in the journal too (rsync, tar).
+mkdir "$M/kt"
+chmod 751 "$M/kt"
+touch -m -d @1500000000 "$M/kt"
+check_eq "the mount shows kt's change at once" "751 1500000000" stat -c '%a %Y' "$M/kt"
+check "queued before the kill" eval '(( $(e2e_stat_value "$M" commits.queued) >= 5 ))'
+kt_entry() { "$E2E_INSPECT" entities "$E2E_CONTAINER" "$("$E2E_INSPECT" key /)" | grep -P '^\S+\tkt\t'; }
+check "kt's change is not in the table yet" eval '! kt_entry | grep -q "mode=040751"'
 e2e_kill9
 check "nothing of them reached the container yet" eval '! blob_names | grep -qx k1'
 E2E_CACHE=$first_cache
@@ -91,6 +99,9 @@ check "k1 back after the remount" grep -qx 'killed 1' "$M/k1"
 check "kd/n back" grep -qx nested "$M/kd/n"
 check_eq "k2 keeps its mode" 600 stat -c %a "$M/k2"
 check "and in the container" wait_for 15 blob_exists kd/n
+check "kt's mode and mtime are in the table after the remount" \
+  eval 'kt_entry | grep -q "mode=040751" && kt_entry | grep -q "mtime=1500000000000000000"'
+check_eq "and the mount shows them" "751 1500000000" stat -c '%a %Y' "$M/kt"
 
 section "rsync's temporary names never reach the container"
 mkdir -p "$E2E_TMP/src/sub"

@@ -202,7 +202,28 @@ void Ledger::CheckLandings(const Snapshot& before, const Snapshot& after, int ac
   }
 }
 
+void Ledger::DirChmod(int mount, uint64_t ino, uint32_t mode, bool acked, int step,
+                      const std::string& path) {
+  auto [it, first] = dir_modes_.try_emplace(ino);
+  DirMode& d = it->second;
+  d.shared = d.shared || (!first && d.mount != mount);
+  d.mount = mount;
+  d.mode = mode & 07777;
+  d.acked = acked;
+  d.step = step;
+  d.path = path;
+}
+
 void Ledger::CheckDurable(const Snapshot& end, std::string* violation) const {
+  for (const auto& [ino, d] : dir_modes_) {
+    if (!violation->empty()) return;
+    const ObservedEntry* e = end.Ino(ino);
+    if (!d.acked || d.shared || e == nullptr || (e->mode & 07777) == d.mode) continue;
+    *violation = "invariant 1: mode " + std::to_string(d.mode) + " of directory " +
+                 Printable(d.path) + " (ino " + std::to_string(ino) + "), acknowledged to m" +
+                 std::to_string(d.mount) + " at step " + std::to_string(d.step) +
+                 ", is lost: it holds " + std::to_string(e->mode & 07777);
+  }
   for (const Ack& a : acks_) {
     if (!violation->empty()) return;
     if (doomed_.count(a.ino)) continue;

@@ -65,7 +65,12 @@ class Ledger {
   // must be a view of the actor landing on the version it is based on.
   void CheckLandings(const Snapshot& before, const Snapshot& after, int actor, int step,
                      std::string* violation);
-  // At the end: every acknowledged content is still somewhere.
+  // A chmod of directory `ino` through `mount` returned (`acked`) or failed.
+  void DirChmod(int mount, uint64_t ino, uint32_t mode, bool acked, int step,
+                const std::string& path);
+  // At the end: every acknowledged content is still somewhere, and a
+  // directory that still exists has the mode of its last chmod when that
+  // was acknowledged and no other mount ever changed its mode.
   void CheckDurable(const Snapshot& end, std::string* violation) const;
 
  private:
@@ -94,6 +99,15 @@ class Ledger {
   std::vector<Landing> landings_;
   std::set<uint64_t> doomed_;
   std::map<uint64_t, std::string> known_;  // the last content seen of each file
+  struct DirMode {
+    int mount = 0;
+    uint32_t mode = 0;
+    bool acked = false;
+    bool shared = false;  // chmodded through more than one mount: no single last writer
+    int step = 0;
+    std::string path;
+  };
+  std::map<uint64_t, DirMode> dir_modes_;  // the last chmod of each directory
   std::vector<std::pair<int, uint64_t>> drops_;
 };
 

@@ -62,7 +62,7 @@ class Executor {
   std::string Truncate(Op& op, SimMount& m, const Snapshot& before, int step, Status* status,
                        std::string* violation);
   std::string ChangeNames(Op& op, SimMount& m, const Snapshot& before, bool fault_armed,
-                          Status* status);
+                          int step, Status* status);
   // Reference runs: the errno POSIX gives for `op` (nullopt: not compared).
   std::optional<int> Expect(const Op& op);
   void NoteSize(int mount, uint64_t ino, uint64_t size);

@@ -17,8 +17,8 @@
 #include <string>
 #include <thread>
 
-#include "fs/namespace/attr.h"
 #include "fs/data/file_data.h"
+#include "fs/namespace/attr.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
 
@@ -42,6 +42,23 @@ struct Mount {
   std::unique_ptr<Namespace> ns;
   std::unique_ptr<BlockCache> blocks;
   std::unique_ptr<FileData> data;
+
+  Mount() = default;
+  Mount(Mount&&) = default;
+  // `m = Mount{}` (a crash): the old mount goes in the destructor's order,
+  // the data path before the namespace and caches it uses (member-wise
+  // assignment freed the namespace under FileData's destructor).
+  Mount& operator=(Mount&& other) {
+    data.reset();
+    blocks.reset();
+    ns.reset();
+    meta.reset();
+    meta = std::move(other.meta);
+    ns = std::move(other.ns);
+    blocks = std::move(other.blocks);
+    data = std::move(other.data);
+    return *this;
+  }
 };
 
 class FileDataTest : public ::testing::Test {
@@ -57,10 +74,14 @@ class FileDataTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(root_); }
 
+  // The mounts' metadata cache file (under root_); "" for one in memory each.
+  std::string meta_file_;
+
   Mount NewMount(const std::string& cache_name, uint64_t capacity = 64ull << 20,
                  ConflictPolicy policy = ConflictPolicy::kCopy) {
     Mount m;
-    auto meta = MetaCache::Open(":memory:");
+    if (!meta_file_.empty()) std::filesystem::create_directories(root_);
+    auto meta = MetaCache::Open(meta_file_.empty() ? ":memory:" : (root_ / meta_file_).string());
     m.meta = std::move(meta.value());
     NamespaceOptions o;
     o.container = kContainer;
@@ -132,6 +153,10 @@ class FileDataTest : public ::testing::Test {
     return got;
   }
 
+  bool InTable(const std::string& dir, const std::string& name) {
+    return raw_table_->Get(kTable, PartitionKeyForDirectory(dir), RowKeyForName(name)).ok();
+  }
+
   std::string Blob(const std::string& name) {
     auto s = raw_blobs_->ReadToString(kContainer, name);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
@@ -177,7 +202,7 @@ class FileDataTest : public ::testing::Test {
   // (0: none, the test runs CommitDue).
   int async_threads_ = -1;
   int64_t commit_delay_ms_ = 500;
-  int64_t now_ms_ = 0;            // added to the namespaces' clock (TTLs)
+  int64_t now_ms_ = 0;  // added to the namespaces' clock (TTLs)
   std::shared_ptr<FaultPlan> plan_;
   std::unique_ptr<TableStore> raw_table_ = MakeFakeTableStore();
   std::unique_ptr<BlobStore> raw_blobs_ = MakeFakeBlobStore();
@@ -215,9 +240,6 @@ class DeferredCreateTest : public FileDataTest {
     EXPECT_TRUE(b.ns->Lookup(kRootIno, "d").ok());
     EXPECT_TRUE(b.ns->Rmdir(kRootIno, "d").ok()) << "empty in the table";
     return ino;
-  }
-  bool InTable(const std::string& dir, const std::string& name) {
-    return raw_table_->Get(kTable, PartitionKeyForDirectory(dir), RowKeyForName(name)).ok();
   }
 };
 

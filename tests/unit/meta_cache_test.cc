@@ -426,7 +426,37 @@ TEST(MetaCache, FileIsInWalModeWithCurrentSchemaVersion) {
   const std::string path = dir.File("meta.db");
   ASSERT_NE(OpenOrDie(path), nullptr);
   EXPECT_EQ(RawQueryText(path, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(RawQueryText(path, "PRAGMA user_version"), "1");
+  EXPECT_EQ(RawQueryText(path, "PRAGMA user_version"), "2");
+}
+
+// A cache written by a build of schema 1 keeps its entries and gains the
+// table of deferred directory attribute changes.
+TEST(MetaCache, ASchemaOneCacheIsMigratedKeepingItsEntries) {
+  TempDir dir;
+  const std::string path = dir.File("meta.db");
+  RawExec(path,
+          "CREATE TABLE entries(pk TEXT, rk TEXT, props BLOB, etag TEXT, fetched_ms INTEGER,"
+          " PRIMARY KEY(pk, rk)) WITHOUT ROWID;"
+          "CREATE TABLE generations(pk TEXT PRIMARY KEY, dot_etag TEXT, complete INTEGER,"
+          " validated_ms INTEGER);"
+          "INSERT INTO generations VALUES('d', 'e1', 1, 5);"
+          "PRAGMA user_version = 1;");
+  auto cache = OpenOrDie(path);
+  ASSERT_NE(cache, nullptr);
+  auto gen = cache->GetGeneration("d");
+  ASSERT_TRUE(gen.has_value());
+  EXPECT_EQ(gen->dot_etag, "e1");
+  EXPECT_EQ(RawQueryText(path, "PRAGMA user_version"), "2");
+  ASSERT_TRUE(cache->PutDeferredAttrs({7, "/a", "b", "m=493 ", 42}).ok());
+  auto rows = cache->ListDeferredAttrs();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].ino, 7u);
+  EXPECT_EQ(rows[0].parent_path, "/a");
+  EXPECT_EQ(rows[0].name, "b");
+  EXPECT_EQ(rows[0].change, "m=493 ");
+  EXPECT_EQ(rows[0].ctime_ns, 42);
+  ASSERT_TRUE(cache->EraseDeferredAttrs(7).ok());
+  EXPECT_TRUE(cache->ListDeferredAttrs().empty());
 }
 
 TEST(MetaCache, OpenInAMissingDirectoryFailsNamingThePath) {
