@@ -41,8 +41,8 @@ Result<FileState> FileData::Adopt(uint64_t ino) {
   if (props->etag == st->blob_etag) return st;
   const bool ours = props->metadata.count("stampfs") > 0;
   int64_t mtime = props->last_modified * 1000000000LL;
-  for (const auto& [key, value] :
-       props->metadata) {  // names are case-insensitive ("Mtime": rclone)
+  // Metadata names are case-insensitive ("Mtime": rclone).
+  for (const auto& [key, value] : props->metadata) {
     if (strcasecmp(key.c_str(), "mtime") == 0) mtime = ParseBlobMtime(value).value_or(mtime);
   }
   const uint64_t bsize = MetaNumber(props->metadata, "bsize", 0);
