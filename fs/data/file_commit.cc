@@ -44,9 +44,11 @@ bool IsConflict(const Status& s) {
 }
 
 // Outcomes after which the request may have been applied (or may still be).
+// A 409 other than BlobAlreadyExists (a lease, say) is one: it may answer a
+// resent request whose first copy landed (simulation seed 6785).
 bool MayHaveLanded(const Status& s) {
   return s.Is(Code::kTimeout) || s.Is(Code::kTransport) || s.Is(Code::kCancelled) ||
-         s.Is(Code::kInternal);
+         s.Is(Code::kInternal) || s.Is(Code::kConflict);
 }
 
 // Blob metadata "commit": the id of the commit that wrote this version.

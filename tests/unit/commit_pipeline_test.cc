@@ -196,6 +196,29 @@ TEST_F(CommitPipelineTest, ACrashBetweenAFirstBlobWriteAndItsEntryInsertIsReplay
   EXPECT_EQ(EntryStartingWith(after, "f.conflict-"), "") << "no copy: nobody else wrote";
 }
 
+// The first commit's Put Blob lands but its answer is a 409 that is not
+// BlobAlreadyExists (simulation seed 6785, in a journal replay): the blob's
+// commit id shows it landed, so the entry follows at once. It used to be
+// taken as a plain failure: the changes stayed journaled and the name's
+// entry never named the blob.
+TEST_F(CommitPipelineTest, AFirstCommitAnswered409AfterItLandedIsCommitted) {
+  Mount m = NewMount("a");
+  Redirect(m, kRootIno, "f", Pattern(2000, 3));
+  plan_->FailNth(1, Status(Code::kConflict, "injected 409 Conflict"), "Put", true);
+  Advance(600);
+  EXPECT_EQ(m.data->CommitDue(), 1u);
+  plan_->Clear();
+  EXPECT_EQ(Blob("f"), Pattern(2000, 3));
+  auto f = m.ns->Lookup(kRootIno, "f");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->size, 2000u);
+  auto st = m.ns->GetFile(f->ino, true);
+  ASSERT_TRUE(st.ok());
+  EXPECT_FALSE(st->blob_etag.empty()) << "the entry names the blob";
+  EXPECT_EQ(m.data->Pipeline().queued, 0u);
+  EXPECT_TRUE(m.blocks->Journaled().empty());
+}
+
 TEST_F(CommitPipelineTest, AConflictFoundAfterCloseIsSavedAsACopy) {
   Mount a = NewMount("a");
   Redirect(a, kRootIno, "x", Pattern(700, 5));
