@@ -447,10 +447,6 @@ Status MetaCache::DropPartition(const std::string& partition_key) {
   });
 }
 
-}  // namespace stampfs
-
-namespace stampfs {
-
 // synchronous=FULL for this one write: the change is acknowledged to the
 // caller once it returns, so it must survive a power loss (WAL + NORMAL
 // would only survive a crash of the process).

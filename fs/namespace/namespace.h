@@ -404,7 +404,11 @@ class Namespace {
   Result<bool> ExchangeAcross(const Located& from, const Located& to, const Entity& a,
                               const Entity& b);
   Status ConfirmNotFound(const std::vector<TableOperation>& ops, BatchError* err);
-  static Status ApplySetAttr(const SetAttrRequest& req, Entity* entity);
+  // `req` applied to an entry. Its ctime moves to now, or with `at_ns` (a
+  // change made then and applied later: DeferSetAttr) to the later of its
+  // own and that.
+  static Status ApplySetAttr(const SetAttrRequest& req, Entity* entity,
+                             std::optional<int64_t> at_ns = std::nullopt);
   std::string SyncBlobAttrs(const FileState& st, const SetAttrRequest& req);
   Result<Entity> MergeEntry(uint64_t ino, const std::function<Status(Entity*)>& change);
   Result<uint64_t> AllocateIno();
@@ -451,7 +455,6 @@ class Namespace {
     int64_t ctime_ns = 0;   // of the latest change
     uint64_t generation = 0;
   };
-  static Status ApplyDeferred(const Deferred& d, Entity* entity);
   void OverlayDeferred(Entity* entity);
   Status LandDeferred(uint64_t ino, Deferred* d);
   Result<std::string> FindDirectory(uint64_t ino);

@@ -87,27 +87,13 @@ void MergeChange(const SetAttrRequest& later, SetAttrRequest* into) {
 
 }  // namespace
 
-Status Namespace::ApplyDeferred(const Deferred& d, Entity* entity) {
-  auto attr = AttrFromEntity(*entity);
-  STAMPFS_RETURN_IF_ERROR(attr);
-  const SetAttrRequest& c = d.change;
-  if (c.mode) attr->mode = (attr->mode & S_IFMT) | (*c.mode & 07777);
-  if (c.uid) attr->uid = *c.uid;
-  if (c.gid) attr->gid = *c.gid;
-  if (c.atime_ns) attr->atime_ns = *c.atime_ns;
-  if (c.mtime_ns) attr->mtime_ns = *c.mtime_ns;
-  attr->ctime_ns = std::max(attr->ctime_ns, d.ctime_ns);
-  AttrToEntity(*attr, entity);
-  return Status::Ok();
-}
-
 void Namespace::OverlayDeferred(Entity* entity) {
   std::lock_guard<std::mutex> lock(deferred_mu_);
   if (deferred_.empty() || entity->partition_key == kInodesPartition) return;
   auto it = deferred_.find(static_cast<uint64_t>(entity->GetInt64("ino")));
   if (it == deferred_.end()) return;
   if (entity->row_key == kDotRowKey) return;  // a directory's own "." row has no attributes of it
-  ApplyDeferred(it->second, entity).PermitUnchecked();
+  ApplySetAttr(it->second.change, entity, it->second.ctime_ns).PermitUnchecked();
 }
 
 std::optional<Result<Attr>> Namespace::DeferSetAttr(uint64_t ino, const SetAttrRequest& req) {
@@ -141,7 +127,7 @@ std::optional<Result<Attr>> Namespace::DeferSetAttr(uint64_t ino, const SetAttrR
     deferred_[ino] = next;
   }
   Entity shown = *e;
-  STAMPFS_RETURN_IF_ERROR(ApplyDeferred(next, &shown));
+  STAMPFS_RETURN_IF_ERROR(ApplySetAttr(next.change, &shown, next.ctime_ns));
   auto changed = AttrFromEntity(shown);
   STAMPFS_RETURN_IF_ERROR(changed);
   return WithDirectoryAttrs(path, *changed);
@@ -252,7 +238,7 @@ Status Namespace::LandDeferred(uint64_t ino, Deferred* d) {
       continue;
     }
     Entity updated = *e;
-    STAMPFS_RETURN_IF_ERROR(ApplyDeferred(*d, &updated));
+    STAMPFS_RETURN_IF_ERROR(ApplySetAttr(d->change, &updated, d->ctime_ns));
     updated.etag.clear();
     BatchError err;
     auto r = CommitGrouped(d->parent_path,

@@ -334,7 +334,8 @@ Result<Entity> Namespace::MergeEntry(uint64_t ino, const std::function<Status(En
   return Status(Code::kPreconditionFailed, "entry kept changing under concurrent updates");
 }
 
-Status Namespace::ApplySetAttr(const SetAttrRequest& req, Entity* entity) {
+Status Namespace::ApplySetAttr(const SetAttrRequest& req, Entity* entity,
+                               std::optional<int64_t> at_ns) {
   auto attr = AttrFromEntity(*entity);
   STAMPFS_RETURN_IF_ERROR(attr);
   if (req.mode) attr->mode = (attr->mode & S_IFMT) | (*req.mode & 07777);
@@ -346,7 +347,7 @@ Status Namespace::ApplySetAttr(const SetAttrRequest& req, Entity* entity) {
   }
   if (req.atime_ns) attr->atime_ns = *req.atime_ns;
   if (req.mtime_ns) attr->mtime_ns = *req.mtime_ns;
-  attr->ctime_ns = NowNs();
+  attr->ctime_ns = at_ns ? std::max(attr->ctime_ns, *at_ns) : NowNs();
   AttrToEntity(*attr, entity);
   return Status::Ok();
 }
