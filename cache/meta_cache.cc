@@ -5,6 +5,7 @@
 #include <array>
 #include <climits>
 #include <filesystem>
+#include <functional>
 #include <system_error>
 #include <utility>
 
@@ -298,6 +299,11 @@ std::optional<CachedEntity> MetaCache::GetEntry(const std::string& partition_key
 
 Status MetaCache::PutEntry(const Entity& entity, int64_t now_ms) {
   std::lock_guard<std::mutex> lock(mu_);
+  ++WritesOf(entity.partition_key);
+  return PutEntryLocked(entity, now_ms);
+}
+
+Status MetaCache::PutEntryLocked(const Entity& entity, int64_t now_ms) {
   const std::string props = EncodeProperties(entity);
   return Use(stmts_->s[kPutEntry])
       .Text(1, entity.partition_key)
@@ -310,6 +316,11 @@ Status MetaCache::PutEntry(const Entity& entity, int64_t now_ms) {
 
 Status MetaCache::EraseEntry(const std::string& partition_key, const std::string& row_key) {
   std::lock_guard<std::mutex> lock(mu_);
+  ++WritesOf(partition_key);
+  return EraseEntryLocked(partition_key, row_key);
+}
+
+Status MetaCache::EraseEntryLocked(const std::string& partition_key, const std::string& row_key) {
   return Use(stmts_->s[kEraseEntry])
       .Text(1, partition_key)
       .Text(2, row_key)
@@ -330,6 +341,12 @@ std::optional<DirectoryGeneration> MetaCache::GetGeneration(const std::string& p
 Status MetaCache::SetGeneration(const std::string& partition_key,
                                 const DirectoryGeneration& generation) {
   std::lock_guard<std::mutex> lock(mu_);
+  ++WritesOf(partition_key);
+  return SetGenerationLocked(partition_key, generation);
+}
+
+Status MetaCache::SetGenerationLocked(const std::string& partition_key,
+                                      const DirectoryGeneration& generation) {
   return Use(stmts_->s[kSetGeneration])
       .Text(1, partition_key)
       .Text(2, generation.dot_etag)
@@ -340,13 +357,15 @@ Status MetaCache::SetGeneration(const std::string& partition_key,
 
 Status MetaCache::InvalidateListing(const std::string& partition_key) {
   std::lock_guard<std::mutex> lock(mu_);
+  ++WritesOf(partition_key);
   return Use(stmts_->s[kInvalidate])
       .Text(1, partition_key)
       .Run(db_, "metadata cache: invalidate listing");
 }
 
 Status MetaCache::PutListing(const std::string& partition_key, const std::vector<Entity>& entries,
-                             const std::string& dot_etag, int64_t now_ms) {
+                             const std::string& dot_etag, int64_t now_ms,
+                             std::optional<uint64_t> ticket) {
   for (const Entity& e : entries) {
     if (e.partition_key != partition_key) {
       return Status(Code::kInvalidArgument,
@@ -354,6 +373,11 @@ Status MetaCache::PutListing(const std::string& partition_key, const std::vector
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (!ticket) {
+    ++WritesOf(partition_key);
+  } else if (WritesOf(partition_key) != *ticket) {
+    return Status::Ok();
+  }
   const StatementArray& s = stmts_->s;
   const std::string what = "metadata cache: put listing";
   return InTransaction(db_, s, what, [&]() -> Status {
@@ -439,12 +463,42 @@ std::vector<CachedEntity> MetaCache::ListRows(const std::string& partition_key,
 
 Status MetaCache::DropPartition(const std::string& partition_key) {
   std::lock_guard<std::mutex> lock(mu_);
+  ++WritesOf(partition_key);
   const StatementArray& s = stmts_->s;
   const std::string what = "metadata cache: drop partition";
   return InTransaction(db_, s, what, [&]() -> Status {
     STAMPFS_RETURN_IF_ERROR(Use(s[kDeleteEntries]).Text(1, partition_key).Run(db_, what));
     return Use(s[kDeleteGeneration]).Text(1, partition_key).Run(db_, what);
   });
+}
+
+uint64_t& MetaCache::WritesOf(const std::string& partition_key) {
+  return writes_[std::hash<std::string>{}(partition_key) % kWriteCounters];
+}
+
+uint64_t MetaCache::ReadTicket(const std::string& partition_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return WritesOf(partition_key);
+}
+
+Status MetaCache::PutFetched(const Entity& entity, int64_t now_ms, uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (WritesOf(entity.partition_key) != ticket) return Status::Ok();
+  return PutEntryLocked(entity, now_ms);
+}
+
+Status MetaCache::EraseFetched(const std::string& partition_key, const std::string& row_key,
+                               uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (WritesOf(partition_key) != ticket) return Status::Ok();
+  return EraseEntryLocked(partition_key, row_key);
+}
+
+Status MetaCache::ConfirmGeneration(const std::string& partition_key,
+                                    const DirectoryGeneration& generation, uint64_t ticket) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (WritesOf(partition_key) != ticket) return Status::Ok();
+  return SetGenerationLocked(partition_key, generation);
 }
 
 // synchronous=FULL for this one write: the change is acknowledged to the

@@ -12,6 +12,7 @@
 // restarts: Open() of the same file sees everything written before.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -67,9 +68,11 @@ class MetaCache {
   Status InvalidateListing(const std::string& partition_key);
 
   // Replaces every cached entry of the partition with `entries` and records
-  // the generation as complete, in one SQLite transaction.
+  // the generation as complete, in one SQLite transaction. With a `ticket`
+  // (ReadTicket below), a listing just read: stored only as PutFetched is.
   Status PutListing(const std::string& partition_key, const std::vector<Entity>& entries,
-                    const std::string& dot_etag, int64_t now_ms);
+                    const std::string& dot_etag, int64_t now_ms,
+                    std::optional<uint64_t> ticket = std::nullopt);
   // Every cached entry of the partition (whatever its completeness), by RowKey.
   std::vector<CachedEntity> ListEntries(const std::string& partition_key);
   // At most `limit` cached entries of the partition after `row_key`, by RowKey.
@@ -78,6 +81,22 @@ class MetaCache {
 
   // Forgets a partition entirely (entries and generation).
   Status DropPartition(const std::string& partition_key);
+
+  // What a read found, stored unless this mount changed the partition while
+  // the read was on the wire. A reader takes ReadTicket(P) before its request
+  // and stores the answer with PutFetched, EraseFetched or ConfirmGeneration,
+  // which do nothing when any write above (PutEntry, EraseEntry,
+  // SetGeneration, InvalidateListing, PutListing, DropPartition) of P came
+  // after the ticket: that write is newer than the answer (a lookup's answer
+  // read before an unlink here must not bring the removed entry back).
+  // Partitions share counters by hash: a collision only skips a store.
+  uint64_t ReadTicket(const std::string& partition_key);
+  Status PutFetched(const Entity& entity, int64_t now_ms, uint64_t ticket);
+  Status EraseFetched(const std::string& partition_key, const std::string& row_key,
+                      uint64_t ticket);
+  // A "." ETag just read that matches the generation: validated_ms moves.
+  Status ConfirmGeneration(const std::string& partition_key, const DirectoryGeneration& generation,
+                           uint64_t ticket);
 
   // Deferred directory attribute changes. Put is durable when it returns
   // (synchronous=FULL); a row stays until its change is in the table.
@@ -92,7 +111,17 @@ class MetaCache {
   // The partition's rows by RowKey: all, or `limit` after `*after`.
   std::vector<CachedEntity> ListRows(const std::string& partition_key, const std::string* after,
                                      size_t limit);
+  // The partition's write counter (ReadTicket). REQUIRES: mu_ held.
+  uint64_t& WritesOf(const std::string& partition_key);
+  Status PutEntryLocked(const Entity& entity, int64_t now_ms);
+  Status EraseEntryLocked(const std::string& partition_key, const std::string& row_key);
+  Status SetGenerationLocked(const std::string& partition_key,
+                             const DirectoryGeneration& generation);
+
+  static constexpr size_t kWriteCounters = 64;
+
   std::mutex mu_;
+  std::array<uint64_t, kWriteCounters> writes_{};  // GUARDED_BY(mu_)
   sqlite3* db_;                        // GUARDED_BY(mu_)
   std::unique_ptr<Statements> stmts_;  // GUARDED_BY(mu_); finalized before db_ closes
 };

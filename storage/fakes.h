@@ -41,8 +41,13 @@ class FaultPlan {
   void SetStreamHook(StreamHook hook);
   // ExecuteBatch: `hook` runs after a transaction the service applied, before
   // its caller sees the answer. It may block (a slow response).
-  using AfterBatchHook = std::function<void()>;
-  void SetAfterBatchHook(AfterBatchHook hook);
+  using AnswerHook = std::function<void()>;
+  void SetAfterBatchHook(AnswerHook hook);
+  // Get: `hook` runs with the row's keys after the service answered, before
+  // the caller sees the answer (a response still on the wire). It may block.
+  using ReadHook =
+      std::function<void(const std::string& partition_key, const std::string& row_key)>;
+  void SetAfterReadHook(ReadHook hook);
   void Clear();
 
   // For the decorators: returns the fault for this call (OK if none) and whether
@@ -50,6 +55,7 @@ class FaultPlan {
   Status Check(const std::string& operation, bool* after_call);
   Status CheckStream(uint64_t offset);
   void AfterBatch();
+  void AfterRead(const std::string& partition_key, const std::string& row_key);
   int calls(const std::string& operation = {}) const;
 
  private:
@@ -60,7 +66,8 @@ class FaultPlan {
   int total_calls_ = 0;
   Injector injector_;
   StreamHook stream_hook_;
-  AfterBatchHook after_batch_;
+  AnswerHook after_batch_;
+  ReadHook after_read_;
 };
 
 // Common statuses for fault plans.

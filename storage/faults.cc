@@ -50,18 +50,32 @@ void FaultPlan::SetInjector(Injector injector) {
   injector_ = std::move(injector);
 }
 
-void FaultPlan::SetAfterBatchHook(AfterBatchHook hook) {
+void FaultPlan::SetAfterBatchHook(AnswerHook hook) {
   std::lock_guard<std::mutex> lock(mu_);
   after_batch_ = std::move(hook);
 }
 
+void FaultPlan::SetAfterReadHook(ReadHook hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  after_read_ = std::move(hook);
+}
+
 void FaultPlan::AfterBatch() {
-  AfterBatchHook hook;
+  AnswerHook hook;
   {
     std::lock_guard<std::mutex> lock(mu_);
     hook = after_batch_;
   }
   if (hook) hook();
+}
+
+void FaultPlan::AfterRead(const std::string& partition_key, const std::string& row_key) {
+  ReadHook hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hook = after_read_;
+  }
+  if (hook) hook(partition_key, row_key);
 }
 
 void FaultPlan::SetStreamHook(StreamHook hook) {
@@ -76,6 +90,7 @@ void FaultPlan::Clear() {
   injector_ = nullptr;
   stream_hook_ = nullptr;
   after_batch_ = nullptr;
+  after_read_ = nullptr;
 }
 
 Status FaultPlan::CheckStream(uint64_t offset) {
@@ -248,7 +263,11 @@ class FaultyTableStore : public TableStore {
   }
   Result<Entity> Get(const std::string& table, const std::string& partition_key,
                      const std::string& row_key) override {
-    return Guarded(*plan_, "Get", [&] { return inner_.Get(table, partition_key, row_key); });
+    return Guarded(*plan_, "Get", [&] {
+      auto r = inner_.Get(table, partition_key, row_key);
+      plan_->AfterRead(partition_key, row_key);
+      return r;
+    });
   }
   Result<std::string> Insert(const std::string& table, const Entity& entity) override {
     return Guarded(*plan_, "Insert", [&] { return inner_.Insert(table, entity); });

@@ -40,7 +40,7 @@ Status FileData::OnConflict(const FilePtr& fp, Lock& lock, const Status& why) {
                   "conflict on " + f.path + ": no copy saved: " + copy.status().message());
   }
   LogWarning("conflict: another writer committed " + f.path +
-             " first; this mount's data was saved as " + *copy);
+             " first; this mount's data was saved as " + *copy + " (" + why.ToString() + ")");
   // This open now shows the version that won.
   auto st = ns_.GetFile(f.ino, true);
   FileState now;

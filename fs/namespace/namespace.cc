@@ -130,7 +130,8 @@ Result<Namespace::Located> Namespace::Locate(uint64_t parent, const std::string&
   return loc;
 }
 
-Result<Entity> Namespace::FetchDot(const std::string& pk) {
+Result<Entity> Namespace::FetchDot(const std::string& pk, uint64_t* ticket) {
+  if (ticket && cache_) *ticket = cache_->ReadTicket(pk);
   table_requests++;
   return table_.Get(options_.table, pk, kDotRowKey);
 }
@@ -146,13 +147,15 @@ bool IsDirEntity(const Entity& e) { return (e.GetInt64("mode") & S_IFMT) == S_IF
 // we record, so the next revalidation sees a different ETag and lists again:
 // the cache never claims a listing exact for an ETag it does not match.
 //
-// Holds the directory's stripe: a listing read before a concurrent commit in
-// this mount must not overwrite the newer state that commit cached.
+// Holds the directory's stripe, so a commit of this mount in the directory
+// waits for the listing; what is read is stored under a ticket taken first
+// (MetaCache::ReadTicket), so no other change of this mount is overwritten.
 // `max_pages` (0: no limit): past it, the entries read are cached one by one
 // and kTooLarge is returned.
 Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path, size_t max_pages) {
   const std::string pk = PartitionKeyForDirectory(dir_path);
   std::lock_guard<std::mutex> lock(StripeFor(dir_path));
+  const uint64_t ticket = cache_ ? cache_->ReadTicket(pk) : 0;
   std::optional<Entity> dot;
   if (cache_) {
     auto gen = cache_->GetGeneration(pk);
@@ -162,7 +165,7 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path,
         auto current = FetchDot(pk);
         STAMPFS_RETURN_IF_ERROR(current);
         dot = *current;
-        fresh = ConfirmedBy(pk, &*gen, *dot);
+        fresh = ConfirmedBy(pk, &*gen, *dot, ticket);
       }
       if (fresh) {
         std::vector<Entity> out;
@@ -184,7 +187,7 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path,
     do {
       if (max_pages > 0 && pages == max_pages) {
         if (cache_) {
-          for (const Entity& e : entries) cache_->PutEntry(e, NowMs()).PermitUnchecked();
+          for (const Entity& e : entries) cache_->PutFetched(e, NowMs(), ticket).PermitUnchecked();
         }
         return Status(Code::kTooLarge,
                       dir_path + ": over " + std::to_string(max_pages) + " pages of entries");
@@ -218,7 +221,7 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path,
     dot->properties[kSubdirsProperty] =
         static_cast<int64_t>(std::count_if(entries.begin(), entries.end(), IsDirEntity));
     entries.push_back(*dot);  // cached with the listing: the directory's times and link count
-    cache_->PutListing(pk, entries, dot->etag, NowMs()).PermitUnchecked();
+    cache_->PutListing(pk, entries, dot->etag, NowMs(), ticket).PermitUnchecked();
     entries.pop_back();
   }
   return entries;
@@ -233,10 +236,11 @@ Status Namespace::ListRoot() {
 
 // A "." row just read against a complete listing's generation: the same
 // ETag confirms every cached entry of the directory for another TTL.
-bool Namespace::ConfirmedBy(const std::string& pk, DirectoryGeneration* gen, const Entity& dot) {
+bool Namespace::ConfirmedBy(const std::string& pk, DirectoryGeneration* gen, const Entity& dot,
+                            uint64_t ticket) {
   if (dot.etag != gen->dot_etag) return false;
   gen->validated_ms = NowMs();
-  cache_->SetGeneration(pk, *gen).PermitUnchecked();
+  cache_->ConfirmGeneration(pk, *gen, ticket).PermitUnchecked();
   return true;
 }
 
@@ -281,13 +285,14 @@ Result<Entity> Namespace::FetchStoredEntry(const std::string& dir_path, const st
       // One request revalidates every entry of the directory. When "."
       // changed, names go back to point queries (and a listing once enough
       // are asked for) rather than a relisting per lookup.
-      auto dot = FetchDot(pk);
+      uint64_t ticket = 0;
+      auto dot = FetchDot(pk, &ticket);
       if (dot.status().Is(Code::kNotFound)) {
         cache_->DropPartition(pk).PermitUnchecked();
         return Status(Code::kNotFound, JoinPath(dir_path, name));
       }
       STAMPFS_RETURN_IF_ERROR(dot);
-      if (!ConfirmedBy(pk, &*gen, *dot)) {
+      if (!ConfirmedBy(pk, &*gen, *dot, ticket)) {
         cache_->InvalidateListing(pk).PermitUnchecked();
         gen.reset();
         ce.reset();
@@ -312,11 +317,12 @@ Result<Entity> Namespace::FetchStoredEntry(const std::string& dir_path, const st
       if (!listed.status().Is(Code::kTooLarge)) return listed.status();
     }
   }
+  const uint64_t ticket = cache_ ? cache_->ReadTicket(pk) : 0;
   table_requests++;
   auto r = table_.Get(options_.table, pk, rk);
   if (cache_) {
-    if (r.ok()) cache_->PutEntry(*r, NowMs()).PermitUnchecked();
-    if (r.status().Is(Code::kNotFound)) cache_->EraseEntry(pk, rk).PermitUnchecked();
+    if (r.ok()) cache_->PutFetched(*r, NowMs(), ticket).PermitUnchecked();
+    if (r.status().Is(Code::kNotFound)) cache_->EraseFetched(pk, rk, ticket).PermitUnchecked();
   }
   if (r.status().Is(Code::kNotFound)) return Status(Code::kNotFound, JoinPath(dir_path, name));
   return r;
@@ -337,11 +343,12 @@ Result<Entity> Namespace::FetchRootDot(bool fresh) {
       return ce->entity;
     }
   }
-  auto dot = FetchDot(pk);
+  uint64_t ticket = 0;
+  auto dot = FetchDot(pk, &ticket);
   STAMPFS_RETURN_IF_ERROR(dot);
   if (cache_) {
-    CacheDot(*dot);
-    if (gen && gen->complete && !ConfirmedBy(pk, &*gen, *dot)) {
+    CacheDot(*dot, ticket);
+    if (gen && gen->complete && !ConfirmedBy(pk, &*gen, *dot, ticket)) {
       cache_->InvalidateListing(pk).PermitUnchecked();
     }
   }

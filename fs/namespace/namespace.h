@@ -355,10 +355,14 @@ class Namespace {
   void NoteLinked(uint64_t ino);
   bool KnownLinked(uint64_t ino);
   Result<std::vector<Entity>> FetchListing(const std::string& dir_path, size_t max_pages = 0);
-  bool ConfirmedBy(const std::string& pk, DirectoryGeneration* gen, const Entity& dot);
+  // `ticket`: the metadata cache's ReadTicket taken before `dot` was read.
+  bool ConfirmedBy(const std::string& pk, DirectoryGeneration* gen, const Entity& dot,
+                   uint64_t ticket);
   bool ShouldList(const std::string& pk);
   void ListedOrTooLarge(const std::string& pk, bool too_large);
-  Result<Entity> FetchDot(const std::string& pk);
+  // The "." row from the table; *ticket: the metadata cache's ReadTicket
+  // taken before the request (for storing what it read).
+  Result<Entity> FetchDot(const std::string& pk, uint64_t* ticket = nullptr);
   Result<Entity> FetchRootDot(bool fresh);
   // What a directory's own partition says about it: the time its names last
   // changed ("touched" on its "." row) and how many subdirectories it holds.
@@ -376,7 +380,7 @@ class Namespace {
   // On the cached "." row only (never written to the table): its subdirectories.
   static constexpr const char* kSubdirsProperty = "cachedSubdirs";
   std::optional<DirSummary> CachedDirSummary(const std::string& pk);
-  void CacheDot(Entity dot);
+  void CacheDot(Entity dot, uint64_t ticket);
   Result<DirSummary> FetchDirSummary(const std::string& path);
   Result<DirSummary> QueryDirSummary(const std::string& path);
   // A directory's attributes as shown: its entry's, with times and st_nlink

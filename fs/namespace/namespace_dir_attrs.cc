@@ -38,13 +38,13 @@ std::optional<Namespace::DirSummary> Namespace::CachedDirSummary(const std::stri
 
 // Caches a "." row just read, keeping the subdirectory count derived for
 // the same ETag (nothing in the partition changed since).
-void Namespace::CacheDot(Entity dot) {
+void Namespace::CacheDot(Entity dot, uint64_t ticket) {
   if (!cache_) return;
   auto old = cache_->GetEntry(dot.partition_key, kDotRowKey);
   if (old && old->entity.etag == dot.etag && old->entity.Has(kSubdirsProperty)) {
     dot.properties[kSubdirsProperty] = old->entity.properties.at(kSubdirsProperty);
   }
-  cache_->PutEntry(dot, NowMs()).PermitUnchecked();
+  cache_->PutFetched(dot, NowMs(), ticket).PermitUnchecked();
 }
 
 Result<Namespace::DirSummary> Namespace::FetchDirSummary(const std::string& path) {
@@ -54,10 +54,11 @@ Result<Namespace::DirSummary> Namespace::FetchDirSummary(const std::string& path
   auto gen = cache_->GetGeneration(pk);
   if (gen && gen->complete) {
     // One "." read revalidates a stale listing and the count with it.
-    auto dot = FetchDot(pk);
+    uint64_t ticket = 0;
+    auto dot = FetchDot(pk, &ticket);
     STAMPFS_RETURN_IF_ERROR(dot);
-    if (ConfirmedBy(pk, &*gen, *dot)) {
-      CacheDot(*dot);
+    if (ConfirmedBy(pk, &*gen, *dot, ticket)) {
+      CacheDot(*dot, ticket);
       if (auto s = CachedDirSummary(pk)) return *s;
     } else {
       cache_->InvalidateListing(pk).PermitUnchecked();
@@ -92,6 +93,7 @@ Result<Namespace::DirSummary> Namespace::QueryDirSummary(const std::string& path
   std::optional<Entity> dot;
   DirSummary s;
   std::string npk, nrk;
+  const uint64_t ticket = cache_ ? cache_->ReadTicket(pk) : 0;
   do {
     table_requests++;
     auto page = table_.QueryPage(options_.table, q, npk, nrk);
@@ -110,7 +112,7 @@ Result<Namespace::DirSummary> Namespace::QueryDirSummary(const std::string& path
   s.touched = dot->GetInt64("touched");
   if (cache_) {
     dot->properties[kSubdirsProperty] = static_cast<int64_t>(s.subdirs);
-    cache_->PutEntry(*dot, NowMs()).PermitUnchecked();
+    cache_->PutFetched(*dot, NowMs(), ticket).PermitUnchecked();
   }
   return s;
 }

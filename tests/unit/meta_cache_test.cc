@@ -515,6 +515,43 @@ TEST(MetaCache, UndecodableRowReadsAsMissAndInvalidatesTheListing) {
   EXPECT_FALSE(cache->GetGeneration("d")->complete);
 }
 
+// What a read found is stored only if no write of its partition came after
+// the ticket the reader took before its request.
+TEST(MetaCache, AReadsAnswerIsStoredOnlyIfThePartitionWasNotWrittenSinceItsTicket) {
+  auto cache = OpenOrDie(":memory:");
+  ASSERT_NE(cache, nullptr);
+  uint64_t ticket = cache->ReadTicket("d");
+  ASSERT_TRUE(cache->PutFetched(MakeEntity("d", "f", "read"), 1, ticket).ok());
+  EXPECT_EQ(cache->GetEntry("d", "f")->entity.etag, "read");
+  EXPECT_EQ(cache->ReadTicket("d"), ticket) << "a stored answer is no write";
+
+  ticket = cache->ReadTicket("d");
+  ASSERT_TRUE(cache->EraseEntry("d", "f").ok());  // this mount's unlink
+  ASSERT_TRUE(cache->PutFetched(MakeEntity("d", "f", "old"), 2, ticket).ok());
+  EXPECT_FALSE(cache->GetEntry("d", "f").has_value());
+
+  ticket = cache->ReadTicket("d");
+  ASSERT_TRUE(cache->PutEntry(MakeEntity("d", "f", "created"), 3).ok());  // a create
+  ASSERT_TRUE(cache->EraseFetched("d", "f", ticket).ok());
+  EXPECT_EQ(cache->GetEntry("d", "f")->entity.etag, "created");
+
+  ticket = cache->ReadTicket("d");
+  ASSERT_TRUE(cache->SetGeneration("d", {"dot2", true, 4}).ok());
+  ASSERT_TRUE(cache->ConfirmGeneration("d", {"dot1", true, 5}, ticket).ok());
+  EXPECT_EQ(cache->GetGeneration("d")->dot_etag, "dot2");
+  ASSERT_TRUE(cache->PutListing("d", {MakeEntity("d", "old")}, "dot1", 6, ticket).ok());
+  EXPECT_EQ(cache->GetGeneration("d")->dot_etag, "dot2");
+  EXPECT_EQ(RowKeys(cache->ListEntries("d")), std::vector<std::string>{"f"});
+
+  // Another partition's writes do not count (partitions share counters by
+  // hash; "d" and "e" do not).
+  ticket = cache->ReadTicket("d");
+  ASSERT_TRUE(cache->PutEntry(MakeEntity("e", "x"), 7).ok());
+  ASSERT_EQ(cache->ReadTicket("d"), ticket);
+  ASSERT_TRUE(cache->PutListing("d", {MakeEntity("d", "g")}, "dot3", 8, ticket).ok());
+  EXPECT_EQ(RowKeys(cache->ListEntries("d")), std::vector<std::string>{"g"});
+}
+
 TEST(MetaCache, ConcurrentPutsAndGetsFromFourThreadsLoseNothing) {
   TempDir dir;
   auto cache = OpenOrDie(dir.File("meta.db"));

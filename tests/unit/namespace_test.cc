@@ -78,6 +78,17 @@ class NamespaceTest : public ::testing::Test {
     EXPECT_TRUE(d.ok()) << d.status().ToString();
     return d.ok() ? d->ino : 0;
   }
+  // /d made by `a` and listed by `b`, then `a` creates `name` in it and the
+  // TTL passes: `b`'s listing is stale and no longer exact, so its lookups
+  // in /d are point reads. Returns /d's inode.
+  uint64_t StaleListingOfD(Mount& a, Mount& b, const std::string& name) {
+    auto d = a.ns->Mkdir(kRootIno, "d", 0755, 0, 0);
+    EXPECT_TRUE(d.ok()) << d.status().ToString();
+    const uint64_t seen = LookupD(b);
+    EXPECT_TRUE(a.ns->Create(seen, name, 0644, 0, 0).ok());
+    now_ms_ += 2000;
+    return seen;
+  }
 
   std::unique_ptr<TableStore> table_ = MakeFakeTableStore();
   std::unique_ptr<BlobStore> blobs_ = MakeFakeBlobStore();
@@ -715,6 +726,53 @@ TEST_F(NamespaceTest, UnlinkOfAnEntryChangedMeanwhileRereadsAndRemovesIt) {
   ASSERT_TRUE(changed);
   EXPECT_TRUE(gone.ok()) << gone.status().ToString();
   EXPECT_TRUE(Row("/", "f").status().Is(Code::kNotFound));
+}
+
+// A lookup answered from the table before an unlink here, whose answer
+// arrives after the unlink, must not put the removed entry back in the cache:
+// a later lookup found it there, and the kernel opened the removed inode
+// again (e2e unlinked: SQLite's -wal, whose next commit then failed against
+// its deleted blob and became a conflict copy).
+TEST_F(NamespaceTest, AReadAnsweredBeforeAnUnlinkHereDoesNotBringTheEntryBack) {
+  Mount a = NewMount();
+  Mount b = NewMount();
+  const uint64_t d = StaleListingOfD(a, b, "f");
+  bool unlinked = false;
+  plan_->SetAfterReadHook([&](const std::string&, const std::string& row_key) {
+    if (row_key != RowKeyForName("f")) return;
+    plan_->SetAfterReadHook(nullptr);
+    unlinked = b.ns->Unlink(d, "f").ok();
+  });
+  auto raced = b.ns->Lookup(d, "f");
+  plan_->SetAfterReadHook(nullptr);
+  ASSERT_TRUE(unlinked);
+  EXPECT_TRUE(raced.ok()) << "answered before the unlink: " << raced.status().ToString();
+  EXPECT_TRUE(Row("/d", "f").status().Is(Code::kNotFound));
+  auto again = b.ns->Lookup(d, "f");  // within the TTL
+  EXPECT_TRUE(again.status().Is(Code::kNotFound)) << "the removed entry came back from the cache";
+}
+
+// The other way round: a 404 answered before a create here must not erase
+// the new entry from the cache.
+TEST_F(NamespaceTest, ANotFoundAnsweredBeforeACreateHereDoesNotHideTheNewEntry) {
+  Mount a = NewMount();
+  Mount b = NewMount();
+  const uint64_t d = StaleListingOfD(a, b, "g");
+  uint64_t created = 0;
+  plan_->SetAfterReadHook([&](const std::string&, const std::string& row_key) {
+    if (row_key != RowKeyForName("f")) return;
+    plan_->SetAfterReadHook(nullptr);
+    auto f = b.ns->Create(d, "f", 0644, 0, 0);
+    created = f.ok() ? f->ino : 0;
+  });
+  EXPECT_TRUE(b.ns->Lookup(d, "f").status().Is(Code::kNotFound));
+  plan_->SetAfterReadHook(nullptr);
+  ASSERT_NE(created, 0u);
+  const int gets = plan_->calls("Get");
+  auto again = b.ns->Lookup(d, "f");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->ino, created);
+  EXPECT_EQ(plan_->calls("Get"), gets) << "the create's entry was erased from the cache";
 }
 
 }  // namespace
