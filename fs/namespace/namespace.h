@@ -415,6 +415,8 @@ class Namespace {
                              std::optional<int64_t> at_ns = std::nullopt);
   std::string SyncBlobAttrs(const FileState& st, const SetAttrRequest& req);
   Result<Entity> MergeEntry(uint64_t ino, const std::function<Status(Entity*)>& change);
+  // MergeEntry of the root: `after` (its "." row changed) written over `before`.
+  Status UpdateRootDot(const Entity& before, Entity* after);
   Result<uint64_t> AllocateIno();
   Status ReserveInoRangeLocked();
   Entity NewEntry(const std::string& dir_path, const std::string& name, const Attr& attr) const;

@@ -310,17 +310,9 @@ Result<Entity> Namespace::MergeEntry(uint64_t ino, const std::function<Status(En
       return r;
     }
     if (path == "/") {
-      updated.properties.erase(kSubdirsProperty);  // the cache's, not the table's
-      table_requests++;
-      auto r =
-          table_.Update(options_.table, updated, UpdateMode::kReplace, Condition::IfMatch(e->etag));
-      if (r.status().Is(Code::kPreconditionFailed)) continue;
+      Status r = UpdateRootDot(*e, &updated);
+      if (r.Is(Code::kPreconditionFailed)) continue;
       STAMPFS_RETURN_IF_ERROR(r);
-      updated.etag = *r;
-      if (cache_) {
-        cache_->InvalidateListing(updated.partition_key).PermitUnchecked();
-        cache_->PutEntry(updated, NowMs()).PermitUnchecked();
-      }
       return updated;
     }
     BatchError err;
@@ -332,6 +324,41 @@ Result<Entity> Namespace::MergeEntry(uint64_t ino, const std::function<Status(En
     return updated;
   }
   return Status(Code::kPreconditionFailed, "entry kept changing under concurrent updates");
+}
+
+// The root's attributes live on its "." row, which every transaction in the
+// root merges ("changed", "touched"): a replace If-Match the row just read
+// loses to a busy root on every attempt (tar's utime of "." while the
+// pipeline commits the files it extracted into the root: EIO). Only the
+// properties the change sets are merged (If-Match *: the row exists); a
+// change that removes one (an xattr) replaces the row If-Match, as before.
+Status Namespace::UpdateRootDot(const Entity& before, Entity* after) {
+  after->properties.erase(kSubdirsProperty);  // the cache's, not the table's
+  Entity changed{after->partition_key, after->row_key, {}, {}};
+  bool removes = false;
+  for (const auto& [name, value] : before.properties) {
+    removes |= name != kSubdirsProperty && after->properties.count(name) == 0;
+  }
+  for (const auto& [name, value] : after->properties) {
+    auto it = before.properties.find(name);
+    if (it == before.properties.end() || !(it->second == value)) changed.properties[name] = value;
+  }
+  table_requests++;
+  auto r =
+      removes ? table_.Update(options_.table, *after, UpdateMode::kReplace,
+                              Condition::IfMatch(before.etag))
+              : table_.Update(options_.table, changed, UpdateMode::kMerge, Condition::IfMatch("*"));
+  STAMPFS_RETURN_IF_ERROR(r);
+  after->etag = *r;
+  if (cache_) {
+    cache_->InvalidateListing(after->partition_key).PermitUnchecked();
+    if (removes) {
+      cache_->PutEntry(*after, NowMs()).PermitUnchecked();
+    } else {  // the row holds what other transactions merged meanwhile too
+      cache_->EraseEntry(after->partition_key, kDotRowKey).PermitUnchecked();
+    }
+  }
+  return Status::Ok();
 }
 
 Status Namespace::ApplySetAttr(const SetAttrRequest& req, Entity* entity,

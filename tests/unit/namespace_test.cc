@@ -775,5 +775,42 @@ TEST_F(NamespaceTest, ANotFoundAnsweredBeforeACreateHereDoesNotHideTheNewEntry) 
   EXPECT_EQ(plan_->calls("Get"), gets) << "the create's entry was erased from the cache";
 }
 
+// The root's attributes live on its "." row, which every transaction in the
+// root changes: a chmod/utimens of the root while another writer commits
+// files there (tar's utime of "." at the end of an untar into the root)
+// must not lose to them on every attempt (it was EIO), nor undo them.
+TEST_F(NamespaceTest, ARootChmodWhileTheRootKeepsChangingLandsAndKeepsTheirChanges) {
+  Mount a = NewMount();
+  Mount b = NewMount();
+  ASSERT_TRUE(b.ns->Create(kRootIno, "first", 0644, 0, 0).ok());  // b's inode range taken
+  int created = 1;
+  bool inside = false;
+  plan_->SetInjector([&](const std::string& op, int) {
+    if (op == "Update" && !inside && created < 8) {  // before each of a's writes of "."
+      inside = true;
+      EXPECT_TRUE(b.ns->Create(kRootIno, "f" + std::to_string(created++), 0644, 0, 0).ok());
+      inside = false;
+    }
+    return Status::Ok();
+  });
+  SetAttrRequest req;
+  req.mode = 0700;
+  req.mtime_ns = int64_t{1500000000} * 1000000000;
+  auto set = a.ns->SetAttr(kRootIno, req);
+  plan_->SetInjector(nullptr);
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_GE(created, 2);
+  auto dot = Row("/", ".");
+  ASSERT_TRUE(dot.ok());
+  auto attr = AttrFromEntity(*dot);
+  ASSERT_TRUE(attr.ok());
+  EXPECT_EQ(attr->mode & 07777, 0700u);
+  EXPECT_EQ(attr->mtime_ns, *req.mtime_ns);
+  EXPECT_EQ(PartitionSize("/"), static_cast<size_t>(created) + 1);
+  auto shown = a.ns->GetAttr(kRootIno);
+  ASSERT_TRUE(shown.ok());
+  EXPECT_EQ(shown->mode & 07777, 0700u);
+}
+
 }  // namespace
 }  // namespace stampfs
