@@ -21,6 +21,9 @@
 //       blob PREFIX/RELATIVE_PATH of the same size, whatever else is listed
 //       (rsync's temporary names)
 //   delete-prefix CONTAINER PREFIX THREADS          deletes every blob under PREFIX
+//   batch-many TABLE OPS COUNT      COUNT entity group transactions, one after
+//       another, each inserting OPS entities (about 200 bytes, as a file's entry)
+//       into one partition; prints the median and total milliseconds
 //   create CONTAINER                                the container (fine if it exists)
 //   sas                                             an account SAS query string for the
 //       blob service (signed with the account key; for rclone's sas_url)
@@ -34,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -50,19 +54,19 @@
 #include <thread>
 #include <vector>
 
+#include "fs/daemon/mount_options.h"
 #include "storage/auth.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
 #include "storage/table_keys.h"
-#include "fs/daemon/mount_options.h"
 
 namespace stampfs {
 namespace {
 
 int Usage() {
   std::cerr << "usage: stampfs_bench put-many|put-tree|head-many|get-many|list|randread|wait|"
-               "wait-tree|delete-prefix|create|sas|fs-create|fs-stat|fs-randread ARGS (see the "
-               "source)\n";
+               "wait-tree|delete-prefix|batch-many|create|sas|fs-create|fs-stat|fs-randread ARGS "
+               "(see the source)\n";
   return 2;
 }
 
@@ -84,7 +88,7 @@ std::unique_ptr<BlobStore> Blobs(const StorageAccount& account) {
 }
 
 std::string Leaf(uint64_t i) {
-  char leaf[16];
+  char leaf[24];
   std::snprintf(leaf, sizeof leaf, "f%05llu", static_cast<unsigned long long>(i));
   return leaf;
 }
@@ -127,6 +131,43 @@ Result<BlobListing> List(const StorageAccount& account, const std::string& conta
   ListOptions o;
   o.prefix = prefix;
   return Blobs(account)->ListBlobs(container, o);
+}
+
+int BatchMany(const StorageAccount& account, const std::vector<std::string>& a) {
+  const std::string table_name = a[0];
+  const uint64_t ops = std::stoull(a[1]), count = std::stoull(a[2]);
+  auto table = MakeAzureTableClient(account);
+  Status s = table->CreateTable(table_name);
+  if (!s.ok() && !s.Is(Code::kAlreadyExists)) return Fail("batch-many: create table", s);
+  const std::string pk = "p" + std::to_string(std::time(nullptr)) + "-" + std::to_string(getpid());
+  std::vector<double> ms;
+  for (uint64_t b = 0; b < count; ++b) {
+    std::vector<TableOperation> batch;
+    for (uint64_t i = 0; i < ops; ++i) {
+      Entity e{pk,
+               Leaf(b * ops + i),
+               {{"ino", static_cast<int64_t>(b * ops + i)},
+                {"mode", int64_t{0100644}},
+                {"size", int64_t{4096}},
+                {"mtime", int64_t{1700000000000000000}},
+                {"blob", std::string("dir/") + Leaf(b * ops + i)},
+                {"betag", std::string("\"0x8DC0123456789AB\"")}},
+               {}};
+      batch.push_back(TableOperation::Insert(e));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = table->ExecuteBatch(table_name, batch, nullptr);
+    if (!r.ok()) return Fail("batch-many", r.status());
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  double total = 0;
+  for (double m : ms) total += m;
+  std::sort(ms.begin(), ms.end());
+  std::printf("%llu transactions of %llu inserts: median %.1f ms, total %.0f ms\n",
+              static_cast<unsigned long long>(count), static_cast<unsigned long long>(ops),
+              ms.empty() ? 0.0 : ms[ms.size() / 2], total);
+  return 0;
 }
 
 int PutMany(const StorageAccount& account, const std::vector<std::string>& a) {
@@ -399,6 +440,7 @@ int Run(const std::string& cmd, const std::vector<std::string>& a) {
     return WaitTree(*account, a);
   }
   if (cmd == "delete-prefix" && a.size() == 3) return DeletePrefix(*account, a);
+  if (cmd == "batch-many" && a.size() == 3) return BatchMany(*account, a);
   if (cmd == "sas" && a.empty()) return Sas(*account);
   if (cmd == "list" && a.size() == 2) {
     auto listing = List(*account, a[0], a[1]);
