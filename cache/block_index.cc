@@ -3,9 +3,10 @@
 #include <sqlite3.h>
 
 #include <array>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
+
+#include "cache/sqlite.h"
 
 namespace stampfs {
 namespace {
@@ -70,58 +71,6 @@ constexpr const char* kSql[kStmtCount] = {
     "ROLLBACK",
 };
 
-Status SqlError(sqlite3* db, int rc, const std::string& what) {
-  Code code = (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB ? Code::kCorruption
-               : (rc & 0xff) == SQLITE_FULL                                 ? Code::kNoSpace
-                                                                            : Code::kInternal;
-  return Status(code, "block index: " + what + ": " + sqlite3_errmsg(db));
-}
-
-// One use of a cached statement; reset and unbound on scope exit.
-class Use {
- public:
-  Use(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  ~Use() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  Use(const Use&) = delete;
-  Use& operator=(const Use&) = delete;
-
-  Use& Text(int i, const std::string& v) {  // v must outlive the Use
-    if (v.size() > INT_MAX) return Keep(SQLITE_TOOBIG);
-    return Keep(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC));
-  }
-  Use& Bytes(int i, const std::string& v) {
-    if (v.size() > INT_MAX) return Keep(SQLITE_TOOBIG);
-    return Keep(sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC));
-  }
-  Use& Int(int i, int64_t v) { return Keep(sqlite3_bind_int64(stmt_, i, v)); }
-  Use& U64(int i, uint64_t v) { return Int(i, static_cast<int64_t>(v)); }
-
-  int Step() { return rc_ != SQLITE_OK ? rc_ : sqlite3_step(stmt_); }
-  Status Run(const std::string& what) {
-    int rc = Step();
-    return rc == SQLITE_DONE ? Status::Ok() : SqlError(db_, rc, what);
-  }
-  std::string Col(int c) const {
-    const void* p = sqlite3_column_blob(stmt_, c);
-    int n = sqlite3_column_bytes(stmt_, c);
-    return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
-  }
-  int64_t ColInt(int c) const { return sqlite3_column_int64(stmt_, c); }
-  uint64_t ColU64(int c) const { return static_cast<uint64_t>(ColInt(c)); }
-
- private:
-  Use& Keep(int rc) {
-    if (rc_ == SQLITE_OK && rc != SQLITE_OK) rc_ = rc;
-    return *this;
-  }
-  sqlite3* db_;
-  sqlite3_stmt* stmt_;
-  int rc_ = SQLITE_OK;
-};
-
 // j_commits: 16 hex digits per id, space-separated.
 std::string EncodeCommitIds(const std::vector<uint64_t>& ids) {
   std::string out;
@@ -149,16 +98,12 @@ std::vector<uint64_t> DecodeCommitIds(const std::string& text) {
   return ids;
 }
 
-Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
-  return rc == SQLITE_OK ? Status::Ok() : SqlError(db, rc, what);
-}
-
 Status Configure(sqlite3* db) {
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, 5000);
-  STAMPFS_RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode = WAL", "enable WAL"));
-  STAMPFS_RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = NORMAL", "set synchronous"));
+  STAMPFS_RETURN_IF_ERROR(SqliteExec(db, "PRAGMA journal_mode = WAL", "block index: enable WAL"));
+  STAMPFS_RETURN_IF_ERROR(
+      SqliteExec(db, "PRAGMA synchronous = NORMAL", "block index: set synchronous"));
   sqlite3_stmt* stmt = nullptr;
   int version = -1;
   if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr) == SQLITE_OK &&
@@ -170,20 +115,21 @@ Status Configure(sqlite3* db) {
   if (version == 1 || version == 2) {
     if (version == 1) {
       STAMPFS_RETURN_IF_ERROR(
-          Exec(db, "ALTER TABLE files ADD COLUMN j_commits TEXT", "migrate to schema 2"));
+          SqliteExec(db, "ALTER TABLE files ADD COLUMN j_commits TEXT", "migrate to schema 2"));
     }
     for (const char* column : {"j_mode", "j_uid", "j_gid"}) {
-      STAMPFS_RETURN_IF_ERROR(Exec(db, std::string("ALTER TABLE files ADD COLUMN ") + column +
-                                           " INTEGER", "migrate to schema 3"));
+      STAMPFS_RETURN_IF_ERROR(
+          SqliteExec(db, std::string("ALTER TABLE files ADD COLUMN ") + column + " INTEGER",
+                     "migrate to schema 3"));
     }
-    return Exec(db, "PRAGMA user_version = " + std::to_string(kSchemaVersion), "set version");
+    return SqliteExec(db, "PRAGMA user_version = " + std::to_string(kSchemaVersion), "set version");
   }
   if (version != 0) {
     return Status(Code::kNotSupported,
                   "block index schema version " + std::to_string(version) + " is unknown");
   }
-  STAMPFS_RETURN_IF_ERROR(Exec(db, kSchema, "create schema"));
-  return Exec(db, "PRAGMA user_version = " + std::to_string(kSchemaVersion), "set version");
+  STAMPFS_RETURN_IF_ERROR(SqliteExec(db, kSchema, "create schema"));
+  return SqliteExec(db, "PRAGMA user_version = " + std::to_string(kSchemaVersion), "set version");
 }
 
 }  // namespace
@@ -207,7 +153,8 @@ Result<std::unique_ptr<BlockIndex>> BlockIndex::Open(const std::string& path) {
   for (int i = 0; i < kStmtCount; ++i) {
     rc = sqlite3_prepare_v3(db, kSql[i], -1, SQLITE_PREPARE_PERSISTENT, &index->stmts_->s[i],
                             nullptr);
-    if (rc != SQLITE_OK) return SqlError(db, rc, std::string("prepare ") + kSql[i]);
+    if (rc != SQLITE_OK)
+      return SqliteStatus(db, rc, std::string("block index: prepare ") + kSql[i]);
   }
   return index;
 }
@@ -222,60 +169,76 @@ BlockIndex::~BlockIndex() {
 Result<int64_t> BlockIndex::InsertFile(const std::string& blob, const std::string& etag,
                                        uint64_t block_size) {
   Use u(db_, stmts_->s[kInsertFile]);
-  STAMPFS_RETURN_IF_ERROR(u.Text(1, blob).Text(2, etag).U64(3, block_size).Run("insert file"));
+  STAMPFS_RETURN_IF_ERROR(
+      u.Text(1, blob).Text(2, etag).U64(3, block_size).Run("block index: insert file"));
   return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
 }
 
 Status BlockIndex::UpdateVersion(int64_t id, const std::string& blob, const std::string& etag) {
-  return Use(db_, stmts_->s[kUpdateVersion]).Int(1, id).Text(2, blob).Text(3, etag).Run("rekey");
+  return Use(db_, stmts_->s[kUpdateVersion])
+      .Int(1, id)
+      .Text(2, blob)
+      .Text(3, etag)
+      .Run("block index: rekey");
 }
 
 Status BlockIndex::SetBlockSize(int64_t id, uint64_t block_size) {
-  return Use(db_, stmts_->s[kSetBlockSize]).Int(1, id).U64(2, block_size).Run("set block size");
+  return Use(db_, stmts_->s[kSetBlockSize])
+      .Int(1, id)
+      .U64(2, block_size)
+      .Run("block index: set block size");
 }
 
 Status BlockIndex::SetJournal(int64_t id, const std::optional<JournalRecord>& j, bool durable) {
-  if (!j) return Use(db_, stmts_->s[kClearJournal]).Int(1, id).Run("clear journal");
-  if (durable) STAMPFS_RETURN_IF_ERROR(Exec(db_, "PRAGMA synchronous = FULL", "sync journal"));
-  Use u(db_, stmts_->s[kSetJournal]);
-  u.Int(1, id).U64(2, j->ino).Bytes(3, j->path).Text(4, j->base_etag).U64(5, j->size);
-  const std::string ids = EncodeCommitIds(j->commit_ids);
-  u.U64(6, j->remote_size).Int(7, j->mtime_ns).U64(8, j->tag).Text(9, ids);
-  u.U64(10, j->mode).U64(11, j->uid).U64(12, j->gid);
-  Status s = u.Run("journal");
-  if (durable) {
-    Status back = Exec(db_, "PRAGMA synchronous = NORMAL", "sync journal");
-    if (s.ok()) s = back;
-  }
-  return s;
+  if (!j) return Use(db_, stmts_->s[kClearJournal]).Int(1, id).Run("block index: clear journal");
+  const auto write = [&] {
+    Use u(db_, stmts_->s[kSetJournal]);
+    u.Int(1, id).U64(2, j->ino).Blob(3, j->path).Text(4, j->base_etag).U64(5, j->size);
+    const std::string ids = EncodeCommitIds(j->commit_ids);
+    u.U64(6, j->remote_size).Int(7, j->mtime_ns).U64(8, j->tag).Text(9, ids);
+    u.U64(10, j->mode).U64(11, j->uid).U64(12, j->gid);
+    return u.Run("block index: journal");
+  };
+  return durable ? SqliteDurably(db_, write) : write();
 }
 
 Status BlockIndex::DeleteFile(int64_t id) {
-  STAMPFS_RETURN_IF_ERROR(Use(db_, stmts_->s[kDeleteFileBlocks]).Int(1, id).Run("drop blocks"));
-  return Use(db_, stmts_->s[kDeleteFile]).Int(1, id).Run("drop file");
+  STAMPFS_RETURN_IF_ERROR(
+      Use(db_, stmts_->s[kDeleteFileBlocks]).Int(1, id).Run("block index: drop blocks"));
+  return Use(db_, stmts_->s[kDeleteFile]).Int(1, id).Run("block index: drop file");
 }
 
 Status BlockIndex::PutBlock(const BlockRow& r) {
   Use u(db_, stmts_->s[kPutBlock]);
   u.Int(1, r.file).U64(2, r.index).U64(3, r.offset).U64(4, r.length).U64(5, r.extent);
   u.Int(6, static_cast<int>(r.state)).Int(7, r.access);
-  return u.Run("put block");
+  return u.Run("block index: put block");
 }
 
 Status BlockIndex::DeleteBlock(int64_t file, uint64_t index) {
-  return Use(db_, stmts_->s[kDeleteBlock]).Int(1, file).U64(2, index).Run("delete block");
+  return Use(db_, stmts_->s[kDeleteBlock])
+      .Int(1, file)
+      .U64(2, index)
+      .Run("block index: delete block");
 }
 
 Status BlockIndex::DeleteBlocksFrom(int64_t file, uint64_t first) {
-  return Use(db_, stmts_->s[kDeleteBlocksFrom]).Int(1, file).U64(2, first).Run("truncate");
+  return Use(db_, stmts_->s[kDeleteBlocksFrom])
+      .Int(1, file)
+      .U64(2, first)
+      .Run("block index: truncate");
 }
 
 Status BlockIndex::MarkClean(int64_t file) {
-  return Use(db_, stmts_->s[kMarkClean]).Int(1, file).Run("mark clean");
+  return Use(db_, stmts_->s[kMarkClean]).Int(1, file).Run("block index: mark clean");
 }
 
 Status BlockIndex::SetAccess(int64_t file, uint64_t index, int64_t access) {
-  return Use(db_, stmts_->s[kSetAccess]).Int(1, file).U64(2, index).Int(3, access).Run("access");
+  return Use(db_, stmts_->s[kSetAccess])
+      .Int(1, file)
+      .U64(2, index)
+      .Int(3, access)
+      .Run("block index: access");
 }
 
 Result<std::vector<FileRow>> BlockIndex::Files() {
@@ -284,28 +247,28 @@ Result<std::vector<FileRow>> BlockIndex::Files() {
   int rc;
   while ((rc = u.Step()) == SQLITE_ROW) {
     FileRow f;
-    f.id = u.ColInt(0);
-    f.blob = u.Col(1);
-    f.etag = u.Col(2);
-    f.block_size = u.ColU64(3);
-    if (u.ColInt(4) != 0) {
+    f.id = u.Int(0);
+    f.blob = u.Bytes(1);
+    f.etag = u.Bytes(2);
+    f.block_size = u.U64(3);
+    if (u.Int(4) != 0) {
       JournalRecord j;
-      j.ino = u.ColU64(5);
-      j.path = u.Col(6);
-      j.base_etag = u.Col(7);
-      j.size = u.ColU64(8);
-      j.remote_size = u.ColU64(9);
-      j.mtime_ns = u.ColInt(10);
-      j.tag = u.ColU64(11);
-      j.commit_ids = DecodeCommitIds(u.Col(12));
-      j.mode = static_cast<uint32_t>(u.ColU64(13));
-      j.uid = static_cast<uint32_t>(u.ColU64(14));
-      j.gid = static_cast<uint32_t>(u.ColU64(15));
+      j.ino = u.U64(5);
+      j.path = u.Bytes(6);
+      j.base_etag = u.Bytes(7);
+      j.size = u.U64(8);
+      j.remote_size = u.U64(9);
+      j.mtime_ns = u.Int(10);
+      j.tag = u.U64(11);
+      j.commit_ids = DecodeCommitIds(u.Bytes(12));
+      j.mode = static_cast<uint32_t>(u.U64(13));
+      j.uid = static_cast<uint32_t>(u.U64(14));
+      j.gid = static_cast<uint32_t>(u.U64(15));
       f.journal = std::move(j);
     }
     rows.push_back(std::move(f));
   }
-  if (rc != SQLITE_DONE) return SqlError(db_, rc, "list files");
+  if (rc != SQLITE_DONE) return SqliteStatus(db_, rc, "block index: list files");
   return rows;
 }
 
@@ -315,21 +278,23 @@ Result<std::vector<BlockRow>> BlockIndex::Blocks() {
   int rc;
   while ((rc = u.Step()) == SQLITE_ROW) {
     BlockRow b;
-    b.file = u.ColInt(0);
-    b.index = u.ColU64(1);
-    b.offset = u.ColU64(2);
-    b.length = u.ColU64(3);
-    b.extent = u.ColU64(4);
-    b.state = static_cast<BlockState>(u.ColInt(5));
-    b.access = u.ColInt(6);
+    b.file = u.Int(0);
+    b.index = u.U64(1);
+    b.offset = u.U64(2);
+    b.length = u.U64(3);
+    b.extent = u.U64(4);
+    b.state = static_cast<BlockState>(u.Int(5));
+    b.access = u.Int(6);
     rows.push_back(b);
   }
-  if (rc != SQLITE_DONE) return SqlError(db_, rc, "list blocks");
+  if (rc != SQLITE_DONE) return SqliteStatus(db_, rc, "block index: list blocks");
   return rows;
 }
 
-Status BlockIndex::Begin() { return Use(db_, stmts_->s[kBegin]).Run("begin"); }
-Status BlockIndex::Commit() { return Use(db_, stmts_->s[kCommit]).Run("commit"); }
-Status BlockIndex::Rollback() { return Use(db_, stmts_->s[kRollback]).Run("rollback"); }
+Status BlockIndex::Begin() { return Use(db_, stmts_->s[kBegin]).Run("block index: begin"); }
+Status BlockIndex::Commit() { return Use(db_, stmts_->s[kCommit]).Run("block index: commit"); }
+Status BlockIndex::Rollback() {
+  return Use(db_, stmts_->s[kRollback]).Run("block index: rollback");
+}
 
 }  // namespace stampfs

@@ -3,19 +3,19 @@
 #include <sqlite3.h>
 
 #include <array>
-#include <climits>
 #include <filesystem>
 #include <functional>
 #include <system_error>
 #include <utility>
 
 #include "cache/entity_codec.h"
+#include "cache/sqlite.h"
 
 namespace stampfs {
 namespace {
 
 // ---------------------------------------------------------------------------
-// SQLite helpers.
+// Schema and statements.
 
 constexpr int kSchemaVersion = 2;
 constexpr int kBusyTimeoutMs = 5000;
@@ -74,89 +74,6 @@ constexpr const char* kSql[kStmtCount] = {
 
 using StatementArray = std::array<sqlite3_stmt*, kStmtCount>;
 
-Status SqliteStatus(sqlite3* db, int rc, const std::string& what) {
-  Code code = Code::kInternal;
-  switch (rc & 0xff) {
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      code = Code::kCorruption;
-      break;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      code = Code::kTimeout;
-      break;
-    case SQLITE_READONLY:
-      code = Code::kReadOnly;
-      break;
-    case SQLITE_TOOBIG:
-      code = Code::kTooLarge;
-      break;
-    case SQLITE_FULL:
-      code = Code::kNoSpace;
-      break;
-    default:
-      break;
-  }
-  const char* detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  return Status(code, what + ": " + detail + " (sqlite " + std::to_string(rc) + ")");
-}
-
-// One use of a cached statement: binds, steps, and resets it on scope exit so
-// that it holds no read transaction or bindings between uses.
-class Use {
- public:
-  explicit Use(sqlite3_stmt* stmt) : stmt_(stmt) {}
-  ~Use() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  Use(const Use&) = delete;
-  Use& operator=(const Use&) = delete;
-
-  // Values must outlive the Use (bound without copying).
-  Use& Text(int i, const std::string& v) {
-    if (v.size() > INT_MAX) return Fail(SQLITE_TOOBIG);
-    return Check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC));
-  }
-  Use& Blob(int i, const std::string& v) {
-    if (v.size() > INT_MAX) return Fail(SQLITE_TOOBIG);
-    return Check(sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC));
-  }
-  Use& Int(int i, int64_t v) { return Check(sqlite3_bind_int64(stmt_, i, v)); }
-
-  // SQLITE_ROW, SQLITE_DONE or an error (including a failed bind).
-  int Step() { return rc_ != SQLITE_OK ? rc_ : sqlite3_step(stmt_); }
-
-  // Runs a statement that returns no rows.
-  Status Run(sqlite3* db, const std::string& what) {
-    int rc = Step();
-    return rc == SQLITE_DONE ? Status::Ok() : SqliteStatus(db, rc, what);
-  }
-
-  // Column as raw bytes (TEXT or BLOB; NULL reads as empty).
-  std::string Bytes(int col) const {
-    const void* p = sqlite3_column_blob(stmt_, col);
-    int n = sqlite3_column_bytes(stmt_, col);
-    return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
-  }
-  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-
- private:
-  Use& Check(int rc) { return rc == SQLITE_OK ? *this : Fail(rc); }
-  Use& Fail(int rc) {
-    if (rc_ == SQLITE_OK) rc_ = rc;
-    return *this;
-  }
-
-  sqlite3_stmt* stmt_;
-  int rc_ = SQLITE_OK;
-};
-
-Status Exec(sqlite3* db, const std::string& sql, const std::string& what) {
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
-  return rc == SQLITE_OK ? Status::Ok() : SqliteStatus(db, rc, what);
-}
-
 Status ReadUserVersion(sqlite3* db, int* version) {
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &stmt, nullptr);
@@ -172,7 +89,7 @@ Status Migrate(sqlite3* db) {
   int version = 0;
   STAMPFS_RETURN_IF_ERROR(ReadUserVersion(db, &version));
   if (version == kSchemaVersion) return Status::Ok();
-  STAMPFS_RETURN_IF_ERROR(Exec(db, "BEGIN IMMEDIATE", "begin migration"));
+  STAMPFS_RETURN_IF_ERROR(SqliteExec(db, "BEGIN IMMEDIATE", "begin migration"));
   // Re-read under the write lock: another process may have migrated meanwhile.
   Status st = ReadUserVersion(db, &version);
   if (st.ok() && (version < 0 || version > kSchemaVersion)) {
@@ -181,13 +98,14 @@ Status Migrate(sqlite3* db) {
                                          std::to_string(kSchemaVersion) + ")");
   }
   for (int v = version; st.ok() && v < kSchemaVersion; ++v) {
-    st = Exec(db, kMigrations[v], "migrate schema to version " + std::to_string(v + 1));
+    st = SqliteExec(db, kMigrations[v], "migrate schema to version " + std::to_string(v + 1));
   }
   if (st.ok() && version != kSchemaVersion) {
-    st = Exec(db, "PRAGMA user_version = " + std::to_string(kSchemaVersion), "set schema version");
+    st = SqliteExec(db, "PRAGMA user_version = " + std::to_string(kSchemaVersion),
+                    "set schema version");
   }
-  if (st.ok()) st = Exec(db, "COMMIT", "commit migration");
-  if (!st.ok()) Exec(db, "ROLLBACK", "rollback migration").PermitUnchecked();
+  if (st.ok()) st = SqliteExec(db, "COMMIT", "commit migration");
+  if (!st.ok()) SqliteExec(db, "ROLLBACK", "rollback migration").PermitUnchecked();
   return st;
 }
 
@@ -196,8 +114,8 @@ Status Configure(sqlite3* db) {
   int rc = sqlite3_busy_timeout(db, kBusyTimeoutMs);
   if (rc != SQLITE_OK) return SqliteStatus(db, rc, "set busy timeout");
   // The first statement that reads the file: a non-SQLite file fails here.
-  STAMPFS_RETURN_IF_ERROR(Exec(db, "PRAGMA journal_mode = WAL", "enable WAL"));
-  STAMPFS_RETURN_IF_ERROR(Exec(db, "PRAGMA synchronous = NORMAL", "set synchronous"));
+  STAMPFS_RETURN_IF_ERROR(SqliteExec(db, "PRAGMA journal_mode = WAL", "enable WAL"));
+  STAMPFS_RETURN_IF_ERROR(SqliteExec(db, "PRAGMA synchronous = NORMAL", "set synchronous"));
   return Migrate(db);
 }
 
@@ -223,10 +141,10 @@ Status CheckParentDirectory(const std::string& path) {
 // Runs `body` between BEGIN IMMEDIATE and COMMIT; rolls back if anything fails.
 template <typename Body>
 Status InTransaction(sqlite3* db, const StatementArray& s, const std::string& what, Body body) {
-  STAMPFS_RETURN_IF_ERROR(Use(s[kBegin]).Run(db, what + ": begin"));
+  STAMPFS_RETURN_IF_ERROR(Use(db, s[kBegin]).Run(what + ": begin"));
   Status st = body();
-  if (st.ok()) st = Use(s[kCommit]).Run(db, what + ": commit");
-  if (!st.ok()) Use(s[kRollback]).Run(db, what + ": rollback").PermitUnchecked();
+  if (st.ok()) st = Use(db, s[kCommit]).Run(what + ": commit");
+  if (!st.ok()) Use(db, s[kRollback]).Run(what + ": rollback").PermitUnchecked();
   return st;
 }
 
@@ -234,8 +152,8 @@ Status InTransaction(sqlite3* db, const StatementArray& s, const std::string& wh
 // listing incomplete so a "complete" listing never silently lacks it.
 void ForgetCorruptRow(sqlite3* db, const StatementArray& s, const std::string& pk,
                       const std::string& rk) {
-  Use(s[kEraseEntry]).Text(1, pk).Text(2, rk).Run(db, "drop corrupt entry").PermitUnchecked();
-  Use(s[kInvalidate]).Text(1, pk).Run(db, "invalidate listing").PermitUnchecked();
+  Use(db, s[kEraseEntry]).Text(1, pk).Text(2, rk).Run("drop corrupt entry").PermitUnchecked();
+  Use(db, s[kInvalidate]).Text(1, pk).Run("invalidate listing").PermitUnchecked();
 }
 
 }  // namespace
@@ -283,7 +201,7 @@ std::optional<CachedEntity> MetaCache::GetEntry(const std::string& partition_key
   const StatementArray& s = stmts_->s;
   CachedEntity out;
   {
-    Use q(s[kGetEntry]);
+    Use q(db_, s[kGetEntry]);
     if (q.Text(1, partition_key).Text(2, row_key).Step() != SQLITE_ROW) return std::nullopt;
     if (DecodeProperties(q.Bytes(0), &out.entity).ok()) {
       out.entity.partition_key = partition_key;
@@ -305,13 +223,13 @@ Status MetaCache::PutEntry(const Entity& entity, int64_t now_ms) {
 
 Status MetaCache::PutEntryLocked(const Entity& entity, int64_t now_ms) {
   const std::string props = EncodeProperties(entity);
-  return Use(stmts_->s[kPutEntry])
+  return Use(db_, stmts_->s[kPutEntry])
       .Text(1, entity.partition_key)
       .Text(2, entity.row_key)
       .Blob(3, props)
       .Text(4, entity.etag)
       .Int(5, now_ms)
-      .Run(db_, "metadata cache: put entry");
+      .Run("metadata cache: put entry");
 }
 
 Status MetaCache::EraseEntry(const std::string& partition_key, const std::string& row_key) {
@@ -321,15 +239,15 @@ Status MetaCache::EraseEntry(const std::string& partition_key, const std::string
 }
 
 Status MetaCache::EraseEntryLocked(const std::string& partition_key, const std::string& row_key) {
-  return Use(stmts_->s[kEraseEntry])
+  return Use(db_, stmts_->s[kEraseEntry])
       .Text(1, partition_key)
       .Text(2, row_key)
-      .Run(db_, "metadata cache: erase entry");
+      .Run("metadata cache: erase entry");
 }
 
 std::optional<DirectoryGeneration> MetaCache::GetGeneration(const std::string& partition_key) {
   std::lock_guard<std::mutex> lock(mu_);
-  Use q(stmts_->s[kGetGeneration]);
+  Use q(db_, stmts_->s[kGetGeneration]);
   if (q.Text(1, partition_key).Step() != SQLITE_ROW) return std::nullopt;
   DirectoryGeneration g;
   g.dot_etag = q.Bytes(0);
@@ -347,20 +265,20 @@ Status MetaCache::SetGeneration(const std::string& partition_key,
 
 Status MetaCache::SetGenerationLocked(const std::string& partition_key,
                                       const DirectoryGeneration& generation) {
-  return Use(stmts_->s[kSetGeneration])
+  return Use(db_, stmts_->s[kSetGeneration])
       .Text(1, partition_key)
       .Text(2, generation.dot_etag)
       .Int(3, generation.complete ? 1 : 0)
       .Int(4, generation.validated_ms)
-      .Run(db_, "metadata cache: set generation");
+      .Run("metadata cache: set generation");
 }
 
 Status MetaCache::InvalidateListing(const std::string& partition_key) {
   std::lock_guard<std::mutex> lock(mu_);
   ++WritesOf(partition_key);
-  return Use(stmts_->s[kInvalidate])
+  return Use(db_, stmts_->s[kInvalidate])
       .Text(1, partition_key)
-      .Run(db_, "metadata cache: invalidate listing");
+      .Run("metadata cache: invalidate listing");
 }
 
 Status MetaCache::PutListing(const std::string& partition_key, const std::vector<Entity>& entries,
@@ -381,23 +299,23 @@ Status MetaCache::PutListing(const std::string& partition_key, const std::vector
   const StatementArray& s = stmts_->s;
   const std::string what = "metadata cache: put listing";
   return InTransaction(db_, s, what, [&]() -> Status {
-    STAMPFS_RETURN_IF_ERROR(Use(s[kDeleteEntries]).Text(1, partition_key).Run(db_, what));
+    STAMPFS_RETURN_IF_ERROR(Use(db_, s[kDeleteEntries]).Text(1, partition_key).Run(what));
     for (const Entity& e : entries) {
       const std::string props = EncodeProperties(e);
-      STAMPFS_RETURN_IF_ERROR(Use(s[kPutEntry])
+      STAMPFS_RETURN_IF_ERROR(Use(db_, s[kPutEntry])
                                   .Text(1, partition_key)
                                   .Text(2, e.row_key)
                                   .Blob(3, props)
                                   .Text(4, e.etag)
                                   .Int(5, now_ms)
-                                  .Run(db_, what));
+                                  .Run(what));
     }
-    return Use(s[kSetGeneration])
+    return Use(db_, s[kSetGeneration])
         .Text(1, partition_key)
         .Text(2, dot_etag)
         .Int(3, 1)
         .Int(4, now_ms)
-        .Run(db_, what);
+        .Run(what);
   });
 }
 
@@ -429,7 +347,7 @@ void SettleRows(sqlite3* db, const StatementArray& s, const std::string& partiti
                 const std::vector<std::string>& corrupt, int rc) {
   for (const std::string& rk : corrupt) ForgetCorruptRow(db, s, partition_key, rk);
   if (rc != SQLITE_DONE) {
-    Use(s[kInvalidate]).Text(1, partition_key).Run(db, "invalidate").PermitUnchecked();
+    Use(db, s[kInvalidate]).Text(1, partition_key).Run("invalidate").PermitUnchecked();
   }
 }
 
@@ -452,7 +370,7 @@ std::vector<CachedEntity> MetaCache::ListRows(const std::string& partition_key,
   std::vector<std::string> corrupt;
   int rc;
   {
-    Use q(s[after ? kListAfter : kListEntries]);
+    Use q(db_, s[after ? kListAfter : kListEntries]);
     q.Text(1, partition_key);
     if (after) q.Text(2, *after).Int(3, static_cast<int64_t>(limit));
     rc = CollectRows(q, partition_key, &out, &corrupt);
@@ -467,8 +385,8 @@ Status MetaCache::DropPartition(const std::string& partition_key) {
   const StatementArray& s = stmts_->s;
   const std::string what = "metadata cache: drop partition";
   return InTransaction(db_, s, what, [&]() -> Status {
-    STAMPFS_RETURN_IF_ERROR(Use(s[kDeleteEntries]).Text(1, partition_key).Run(db_, what));
-    return Use(s[kDeleteGeneration]).Text(1, partition_key).Run(db_, what);
+    STAMPFS_RETURN_IF_ERROR(Use(db_, s[kDeleteEntries]).Text(1, partition_key).Run(what));
+    return Use(db_, s[kDeleteGeneration]).Text(1, partition_key).Run(what);
   });
 }
 
@@ -501,34 +419,31 @@ Status MetaCache::ConfirmGeneration(const std::string& partition_key,
   return SetGenerationLocked(partition_key, generation);
 }
 
-// synchronous=FULL for this one write: the change is acknowledged to the
-// caller once it returns, so it must survive a power loss (WAL + NORMAL
-// would only survive a crash of the process).
+// Durable: the change is acknowledged to the caller once this returns.
 Status MetaCache::PutDeferredAttrs(const DeferredAttrsRow& row) {
   std::lock_guard<std::mutex> lock(mu_);
-  STAMPFS_RETURN_IF_ERROR(Exec(db_, "PRAGMA synchronous = FULL", "deferred attrs: sync"));
-  Status st = Use(stmts_->s[kPutDeferred])
-                  .Int(1, static_cast<int64_t>(row.ino))
-                  .Text(2, row.parent_path)
-                  .Text(3, row.name)
-                  .Text(4, row.change)
-                  .Int(5, row.ctime_ns)
-                  .Run(db_, "metadata cache: put deferred attrs");
-  Status back = Exec(db_, "PRAGMA synchronous = NORMAL", "deferred attrs: unsync");
-  return st.ok() ? back : st;
+  return SqliteDurably(db_, [&] {
+    return Use(db_, stmts_->s[kPutDeferred])
+        .Int(1, static_cast<int64_t>(row.ino))
+        .Text(2, row.parent_path)
+        .Text(3, row.name)
+        .Text(4, row.change)
+        .Int(5, row.ctime_ns)
+        .Run("metadata cache: put deferred attrs");
+  });
 }
 
 Status MetaCache::EraseDeferredAttrs(uint64_t ino) {
   std::lock_guard<std::mutex> lock(mu_);
-  return Use(stmts_->s[kEraseDeferred])
+  return Use(db_, stmts_->s[kEraseDeferred])
       .Int(1, static_cast<int64_t>(ino))
-      .Run(db_, "metadata cache: erase deferred attrs");
+      .Run("metadata cache: erase deferred attrs");
 }
 
 std::vector<DeferredAttrsRow> MetaCache::ListDeferredAttrs() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<DeferredAttrsRow> out;
-  Use q(stmts_->s[kListDeferred]);
+  Use q(db_, stmts_->s[kListDeferred]);
   while (q.Step() == SQLITE_ROW) {
     out.push_back({static_cast<uint64_t>(q.Int(0)), q.Bytes(1), q.Bytes(2), q.Bytes(3), q.Int(4)});
   }
