@@ -41,8 +41,8 @@ class FaultPlan {
   void SetStreamHook(StreamHook hook);
   // ExecuteBatch: `hook` runs after a transaction the service applied, before
   // its caller sees the answer. It may block (a slow response).
-  using AnswerHook = std::function<void()>;
-  void SetAfterBatchHook(AnswerHook hook);
+  using AfterBatchHook = std::function<void()>;
+  void SetAfterBatchHook(AfterBatchHook hook);
   // Get: `hook` runs with the row's keys after the service answered, before
   // the caller sees the answer (a response still on the wire). It may block.
   using ReadHook =
@@ -66,7 +66,7 @@ class FaultPlan {
   int total_calls_ = 0;
   Injector injector_;
   StreamHook stream_hook_;
-  AnswerHook after_batch_;
+  AfterBatchHook after_batch_;
   ReadHook after_read_;
 };
 

@@ -50,7 +50,7 @@ void FaultPlan::SetInjector(Injector injector) {
   injector_ = std::move(injector);
 }
 
-void FaultPlan::SetAfterBatchHook(AnswerHook hook) {
+void FaultPlan::SetAfterBatchHook(AfterBatchHook hook) {
   std::lock_guard<std::mutex> lock(mu_);
   after_batch_ = std::move(hook);
 }
@@ -61,7 +61,7 @@ void FaultPlan::SetAfterReadHook(ReadHook hook) {
 }
 
 void FaultPlan::AfterBatch() {
-  AnswerHook hook;
+  AfterBatchHook hook;
   {
     std::lock_guard<std::mutex> lock(mu_);
     hook = after_batch_;

@@ -317,6 +317,12 @@ Result<Entity> Namespace::FetchStoredEntry(const std::string& dir_path, const st
       if (!listed.status().Is(Code::kTooLarge)) return listed.status();
     }
   }
+  auto r = GetRow(pk, rk);
+  if (r.status().Is(Code::kNotFound)) return Status(Code::kNotFound, JoinPath(dir_path, name));
+  return r;
+}
+
+Result<Entity> Namespace::GetRow(const std::string& pk, const std::string& rk) {
   const uint64_t ticket = cache_ ? cache_->ReadTicket(pk) : 0;
   table_requests++;
   auto r = table_.Get(options_.table, pk, rk);
@@ -324,7 +330,6 @@ Result<Entity> Namespace::FetchStoredEntry(const std::string& dir_path, const st
     if (r.ok()) cache_->PutFetched(*r, NowMs(), ticket).PermitUnchecked();
     if (r.status().Is(Code::kNotFound)) cache_->EraseFetched(pk, rk, ticket).PermitUnchecked();
   }
-  if (r.status().Is(Code::kNotFound)) return Status(Code::kNotFound, JoinPath(dir_path, name));
   return r;
 }
 

@@ -336,6 +336,9 @@ class Namespace {
   Result<Entity> FetchNameOf(uint64_t ino, std::string* path, bool fresh);
   // Hard links (fs/namespace/namespace_links.cc).
   Result<Entity> FetchInode(uint64_t ino, bool fresh);
+  // A point read from the table; the row or its absence is cached unless this
+  // mount changed the partition meanwhile (MetaCache::ReadTicket).
+  Result<Entity> GetRow(const std::string& pk, const std::string& rk);
   Result<Entity> ResolveLink(const Entity& entry, bool fresh);
   Result<Entity> FindLinkName(uint64_t ino, std::string* path);
   Result<Entity> LiveLinkName(const Entity& record, const std::string& except, std::string* path);

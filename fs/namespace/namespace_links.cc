@@ -46,15 +46,7 @@ Result<Entity> Namespace::FetchInode(uint64_t ino, bool fresh) {
     auto ce = cache_->GetEntry(kInodesPartition, rk);
     if (ce && NowMs() - ce->fetched_ms < options_.ttl_ms) return ce->entity;
   }
-  const uint64_t ticket = cache_ ? cache_->ReadTicket(kInodesPartition) : 0;
-  table_requests++;
-  auto r = table_.Get(options_.table, kInodesPartition, rk);
-  if (cache_) {
-    if (r.ok()) cache_->PutFetched(*r, NowMs(), ticket).PermitUnchecked();
-    if (r.status().Is(Code::kNotFound)) {
-      cache_->EraseFetched(kInodesPartition, rk, ticket).PermitUnchecked();
-    }
-  }
+  auto r = GetRow(kInodesPartition, rk);
   if (r.ok()) NoteLinked(ino);
   return r;
 }
