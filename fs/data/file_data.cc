@@ -182,6 +182,19 @@ Result<OpenResult> FileData::Open(uint64_t ino, OpenFlags flags) {
     result.keep_cache = true;  // every open here shares this copy
   }
   if (s.ok()) f->refs++;
+  // The kernel resolved the name before a rename over it began, and this
+  // open came after BeforeRemoval: its data is made local before the
+  // rename's copy overwrites the blob (f->mu is held from Load to here, and
+  // the rename's Unlinked takes it before RenameDone). Once the copy is
+  // made there is nothing left to read: ESTALE, and the kernel walks the
+  // path again to what the name holds now.
+  if (s.ok() && Replacing(ino) && !KeepLocal(*f, lock, false, false).ok()) {
+    const std::string path = f->path;
+    lock.unlock();
+    Leave(f);
+    Release(ino).PermitUnchecked();
+    return Status(Code::kStale, path + " was replaced while being opened");
+  }
   lock.unlock();
   Leave(f);
   if (!s.ok()) {
@@ -488,7 +501,7 @@ void FileData::BeforeRemoval(uint64_t ino) {
 }
 
 // REQUIRES: `lock` holds f.mu.
-Status FileData::KeepLocal(OpenFile& f, Lock& lock, bool pin) {
+Status FileData::KeepLocal(OpenFile& f, Lock& lock, bool pin, bool warn) {
   while (f.busy) f.cv.wait(lock);
   f.busy = true;
   WaitIdle(f, lock);
@@ -505,7 +518,9 @@ Status FileData::KeepLocal(OpenFile& f, Lock& lock, bool pin) {
   }
   f.busy = false;
   f.cv.notify_all();
-  if (!s.ok()) LogWarning(f.path + ": removed while open, its data not made local: " + s.ToString());
+  if (!s.ok() && warn) {
+    LogWarning(f.path + ": removed while open, its data not made local: " + s.ToString());
+  }
   return s;
 }
 

@@ -189,8 +189,14 @@ class FileData {
   // in memory), a regular target; for an exchange both, new files included,
   // so that no pipeline commit runs against the half-done exchange. Returns
   // the regular file the rename will replace (BeforeRemoval done), else 0.
+  // Until RenameDone(that file), an open of it makes its data local at once
+  // (as BeforeRemoval does for the opens before): the rename's copy
+  // overwrites the blob it was bound to.
   uint64_t BeforeRename(uint64_t parent, const std::string& name, uint64_t new_parent,
                         const std::string& new_name, bool exchange);
+  // The rename BeforeRename prepared is over (done or failed); `replaced`:
+  // what BeforeRename returned.
+  void RenameDone(uint64_t replaced);
   void DeleteBlobWhenUnused(uint64_t ino, const std::string& blob,
                             const Condition& cond = Condition::None(), bool inode_record = false);
   // Commits what the dirty journal holds from an earlier run (after a crash),
@@ -309,8 +315,8 @@ class FileData {
   void Unload(OpenFile& f);
   Status Journal(OpenFile& f, bool durable = false);
   // The data an open file shows, made local; `pin`: its blocks dirty (never
-  // evicted) and none read from the blob again.
-  Status KeepLocal(OpenFile& f, Lock& lock, bool pin = true);
+  // evicted) and none read from the blob again. `warn`: a failure is logged.
+  Status KeepLocal(OpenFile& f, Lock& lock, bool pin = true, bool warn = true);
   // Deletes `version` of `blob` (ambiguous answers resolved by reading it).
   void DeleteVersion(const std::string& blob, const std::string& version);
   void DeleteOrphan(const std::string& blob, const Condition& cond);
@@ -400,6 +406,11 @@ class FileData {
   FileDataOptions options_;
   std::mutex mu_;  // guards files_; taken before any OpenFile::mu
   std::map<uint64_t, FilePtr> files_;
+  // Files a rename in flight replaces (BeforeRename to RenameDone), once per
+  // rename. replace_mu_ is taken last: nothing is locked under it.
+  std::mutex replace_mu_;
+  std::multiset<uint64_t> replacing_;  // GUARDED_BY(replace_mu_)
+  bool Replacing(uint64_t ino);
   RecentVersions recent_;  // files closed lately: version and committed attributes
   std::atomic<uint64_t> blob_requests_{0};
   std::atomic<int> streams_{0};  // running; at most fetch_threads

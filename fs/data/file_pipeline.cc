@@ -251,8 +251,23 @@ uint64_t FileData::BeforeRename(uint64_t parent, const std::string& name, uint64
   if (!dst.ok() || !dst->IsRegular() || dst->ino == src->ino) return 0;
   settle(dst->ino);
   if (exchange) return 0;
+  {
+    std::lock_guard<std::mutex> lock(replace_mu_);
+    replacing_.insert(dst->ino);
+  }
   BeforeRemoval(dst->ino);
   return dst->ino;
+}
+
+void FileData::RenameDone(uint64_t replaced) {
+  if (replaced == 0) return;
+  std::lock_guard<std::mutex> lock(replace_mu_);
+  if (auto it = replacing_.find(replaced); it != replacing_.end()) replacing_.erase(it);
+}
+
+bool FileData::Replacing(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(replace_mu_);
+  return replacing_.contains(ino);
 }
 
 PipelineStats FileData::Pipeline() {

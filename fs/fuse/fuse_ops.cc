@@ -242,9 +242,13 @@ void OnRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
   const uint64_t target = c.data->BeforeRename(parent, name, newparent, newname, exchange);
   uint64_t moved = 0;
   auto orphans = c.ns->Rename(parent, name, newparent, newname, f, &moved);
-  if (!orphans.ok()) return ReplyError(req, orphans.status(), "rename");
+  if (!orphans.ok()) {
+    c.data->RenameDone(target);
+    return ReplyError(req, orphans.status(), "rename");
+  }
   // The replaced file: its blob is the rename's (overwritten or orphaned).
   if (target != 0 && c.ns->RemovedHere(target)) c.data->Unlinked(target, "", "");
+  c.data->RenameDone(target);
   for (const std::string& blob : *orphans) c.data->DeleteBlobWhenUnused(0, blob);
   if (moved != 0) c.data->Renamed(moved);
   if (exchange) {  // both were renamed
