@@ -41,10 +41,7 @@ Result<Attr> FileData::SetAttr(uint64_t ino, const SetAttrRequest& req) {
   BlobVersionChange change;
   auto attr = ns_.SetAttrWithBlob(ino, req, &change);
   if (attr.ok() && !change.new_etag.empty()) {
-    if (auto id = cache_.Acquire(change.blob, change.old_etag, 0); id.ok()) {
-      cache_.Rekey(*id, change.blob, change.new_etag).PermitUnchecked();
-      cache_.Release(*id);
-    }
+    cache_.MoveVersion(change.blob, change.old_etag, change.blob, change.new_etag);  // same bytes
     auto seen = recent_.Get(ino);
     if (seen && seen->etag == change.old_etag) {
       recent_.Put(ino, {change.new_etag, attr->size, attr->mtime_ns, attr->ctime_ns});
