@@ -503,6 +503,9 @@ void FileData::BeforeRemoval(uint64_t ino) {
 // REQUIRES: `lock` holds f.mu.
 Status FileData::KeepLocal(OpenFile& f, Lock& lock, bool pin, bool warn) {
   while (f.busy) f.cv.wait(lock);
+  // The last close came first (a commit let the lock go): the file is gone
+  // from memory and its cache file no longer this one's to pin.
+  if (!f.loaded || f.refs == 0) return Status(Code::kNotFound, f.path + ": closed meanwhile");
   f.busy = true;
   WaitIdle(f, lock);
   Status s = MaterializeAll(f, lock, false, nullptr);

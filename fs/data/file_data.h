@@ -316,6 +316,7 @@ class FileData {
   Status Journal(OpenFile& f, bool durable = false);
   // The data an open file shows, made local; `pin`: its blocks dirty (never
   // evicted) and none read from the blob again. `warn`: a failure is logged.
+  // kNotFound when the last close unloaded it first (nothing to keep).
   Status KeepLocal(OpenFile& f, Lock& lock, bool pin = true, bool warn = true);
   // Deletes `version` of `blob` (ambiguous answers resolved by reading it).
   void DeleteVersion(const std::string& blob, const std::string& version);

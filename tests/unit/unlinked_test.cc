@@ -331,6 +331,41 @@ TEST_F(UnlinkedTest, AnOpenArrivingDuringARenameOverItsTargetNeverLosesItsData) 
   EXPECT_EQ(Blob("target"), "new");
 }
 
+// A removal of an open file (here, as OnRename calls it after a rename over
+// it) waits while the last close commits; the close then unloads the file.
+// There is nothing left to keep local: the removal made the closed file's
+// cached blocks dirty (never evicted, counted as uncommitted: writers met
+// backpressure for data no file holds) and, had they not been cached,
+// fetched them into descriptor -1 (the e2e rename-over race's "cannot punch
+// a hole in the block cache: Bad file descriptor").
+TEST_F(UnlinkedTest, ARemovalWaitingForTheLastCloseLeavesTheClosedFileAlone) {
+  Mount m = NewMount("m");
+  const std::string data = Pattern(3 * kBlock + 3, 5);
+  Commit(m, "f", data);
+  const uint64_t ino = OpenExisting(m, "f");
+  Write(m, ino, "X", 0);
+  std::atomic<bool> uploading{false}, go{false};
+  plan_->SetInjector([&](const std::string& op, int) {
+    if (op == "PutBlock" || op == "PutBlockList") {
+      uploading = true;
+      while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return Status::Ok();
+  });
+  std::thread closer([&] { EXPECT_TRUE(m.data->Release(ino).ok()); });
+  for (int i = 0; i < 5000 && !uploading; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(uploading);
+  std::thread remover([&] { m.data->Unlinked(ino, "", ""); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // it waits for the commit
+  go = true;
+  closer.join();
+  remover.join();
+  plan_->SetInjector(nullptr);
+  EXPECT_EQ(Blob("f"), "X" + data.substr(1));
+  EXPECT_EQ(m.blocks->Stats().uncommitted, 0u) << "the closed file's blocks were pinned as dirty";
+}
+
 // fgetxattr/fsetxattr/flistxattr/fremovexattr reach FUSE by inode: on an
 // unlinked open file they act on its kept entry, in memory, until the last
 // close; the new file of the same name has its own attributes.
