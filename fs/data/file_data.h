@@ -305,7 +305,7 @@ class FileData {
     std::vector<uint64_t> uploads;
   };
 
-  // file_data.cc: opens, attributes, unlinks.
+  // file_data.cc: opens, attributes, the journal.
   FilePtr Find(uint64_t ino);
   FilePtr Enter(uint64_t ino);  // the map entry, opening++
   void Leave(const FilePtr& f);
@@ -314,6 +314,7 @@ class FileData {
   Status Bind(OpenFile& f, const FileState& state);
   void Unload(OpenFile& f);
   Status Journal(OpenFile& f, bool durable = false);
+  // file_removed.cc: renames, blob moves, removals of open files.
   // The data an open file shows, made local; `pin`: its blocks dirty (never
   // evicted) and none read from the blob again. `warn`: a failure is logged.
   // kNotFound when the last close unloaded it first (nothing to keep).
@@ -321,6 +322,10 @@ class FileData {
   // Deletes `version` of `blob` (ambiguous answers resolved by reading it).
   void DeleteVersion(const std::string& blob, const std::string& version);
   void DeleteOrphan(const std::string& blob, const Condition& cond);
+  // A hard-linked file's blob moved to another name's path while open here
+  // (Namespace::MoveLinkBlob), and its name is about to go, so a read can no
+  // longer find the copy (Reread): the open file follows `st`'s copy now.
+  void FollowBlobMove(uint64_t ino, const FileState& st);
   void SyncAttrsAtClose(OpenFile& f);  // file_times.cc
   int64_t Now() const { return options_.now_ns(); }
   // file_io.cc: reads, writes, truncation under the file's lock.
@@ -330,10 +335,6 @@ class FileData {
   Status PrepareWrite(OpenFile& f, Lock& lock, uint64_t off, uint64_t end, bool* relocked);
   Status TruncateLocked(OpenFile& f, Lock& lock, uint64_t size);
   Status Reread(OpenFile& f, Lock& lock, const Status& why);
-  // A hard-linked file's blob moved to another name's path while open here
-  // (Namespace::MoveLinkBlob), and its name is about to go, so a read can no
-  // longer find the copy (Reread): the open file follows `st`'s copy now.
-  void FollowBlobMove(uint64_t ino, const FileState& st);
   // file_stream.cc: read-ahead.
   void Prefetch(const FilePtr& fp, uint64_t off, uint64_t end);
   void RunStream(const FilePtr& fp, const std::shared_ptr<Stream>& st, const FetchJob& job);
