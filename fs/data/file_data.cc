@@ -175,6 +175,7 @@ Result<OpenResult> FileData::Open(uint64_t ino, OpenFlags flags) {
   OpenResult result;
   Status s;
   const bool first = !f->loaded;
+  const bool kept = !first && f->refs == 0;  // closed, its changes waiting to commit
   if (first) {
     s = Load(*f, flags);
     if (s.ok()) ns_.Pin(ino);  // until the file is unloaded
@@ -187,12 +188,16 @@ Result<OpenResult> FileData::Open(uint64_t ino, OpenFlags flags) {
   // rename's copy overwrites the blob (f->mu is held from Load to here, and
   // the rename's Unlinked takes it before RenameDone). Once the copy is
   // made there is nothing left to read: ESTALE, and the kernel walks the
-  // path again to what the name holds now.
+  // path again to what the name holds now. The kernel gets no handle (no
+  // RELEASE follows): a kept file goes back to waiting (its commit is the
+  // rename's to decide), else this is its last close.
   if (s.ok() && Replacing(ino) && !KeepLocal(*f, lock, false, false).ok()) {
     const std::string path = f->path;
+    const bool back = kept && f->refs == 1;
+    if (back) f->refs--;
     lock.unlock();
     Leave(f);
-    Release(ino).PermitUnchecked();
+    if (!back) Release(ino).PermitUnchecked();
     return Status(Code::kStale, path + " was replaced while being opened");
   }
   lock.unlock();

@@ -317,7 +317,7 @@ class FileData {
   // file_removed.cc: renames, blob moves, removals of open files.
   // The data an open file shows, made local; `pin`: its blocks dirty (never
   // evicted) and none read from the blob again. `warn`: a failure is logged.
-  // kNotFound when the last close unloaded it first (nothing to keep).
+  // kNotFound when no open is left (the last close came first): nothing to keep.
   Status KeepLocal(OpenFile& f, Lock& lock, bool pin = true, bool warn = true);
   // Deletes `version` of `blob` (ambiguous answers resolved by reading it).
   void DeleteVersion(const std::string& blob, const std::string& version);

@@ -331,6 +331,44 @@ TEST_F(UnlinkedTest, AnOpenArrivingDuringARenameOverItsTargetNeverLosesItsData) 
   EXPECT_EQ(Blob("target"), "new");
 }
 
+// A file closed with its changes not committed (the service failed) waits
+// for a later commit, loaded. An open of it during a rename over it that
+// cannot make its data local is taken back (ESTALE) without committing
+// those changes: the kernel holds no handle, and what becomes of them is the
+// rename's to decide (here: replaced). Taking it back as a close committed
+// them, If-Match a version the rename was overwriting.
+TEST_F(UnlinkedTest, AnOpenTakenBackDuringARenameCommitsNothingForIt) {
+  Mount writer = NewMount("writer");
+  Commit(writer, "target", Pattern(3 * kBlock, 6));
+  Mount m = NewMount("m");  // nothing of "target" cached here
+  const uint64_t ino = OpenExisting(m, "target");
+  Write(m, ino, "kept", 0);
+  plan_->FailAlways(ServerBusy(), "PutBlock");
+  EXPECT_FALSE(m.data->Release(ino).ok()) << "kept, with its changes";
+  plan_->Clear();
+  Commit(m, "tmp", "new");
+  ASSERT_EQ(m.data->BeforeRename(kRootIno, "tmp", kRootIno, "target", false), ino);
+  // Its data cannot be made local (the first read fails; a commit's would not).
+  std::atomic<int> reads{0};
+  plan_->SetInjector([&](const std::string& op, int) {
+    return op == "Read" && reads++ == 0 ? ServerBusy() : Status::Ok();
+  });
+  const int uploads = plan_->calls("PutBlock") + plan_->calls("PutBlockList") + plan_->calls("Put");
+  auto opened = m.data->Open(ino, OpenFlags{false, false, false});
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(ErrnoFor(opened.status()), ESTALE) << opened.status().ToString();
+  EXPECT_EQ(plan_->calls("PutBlock") + plan_->calls("PutBlockList") + plan_->calls("Put"), uploads)
+      << "the open that was taken back committed the kept changes";
+  plan_->SetInjector(nullptr);
+  auto orphans = m.ns->Rename(kRootIno, "tmp", kRootIno, "target", 0);
+  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
+  if (m.ns->RemovedHere(ino)) m.data->Unlinked(ino, "", "");
+  for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
+  m.data->RenameDone(ino);
+  EXPECT_EQ(Blob("target"), "new");
+  EXPECT_EQ(raw_blobs_->ListBlobs(kContainer, {})->blobs.size(), 1u) << "no conflict copy";
+}
+
 // A removal of an open file (here, as OnRename calls it after a rename over
 // it) waits while the last close commits; the close then unloads the file.
 // There is nothing left to keep local: the removal made the closed file's
