@@ -328,27 +328,11 @@ std::string Executor::ChangeNames(Op& op, SimMount& m, const Snapshot& before, b
             Status(Code::kNotPermitted, "skipped: symlink over a file across dirs (defect 4)");
         return "skip";
       }
-      // As fs/fuse/fuse_ops.cc's BeforeRename: commit=async commits what is
-      // queued under the source (and the target) first; an open target's
-      // data is made local before the copy overwrites its blob.
-      auto src_attr = m.ns->Peek(parent->ino, name);
-      uint64_t target = 0;
-      if (src_attr.ok()) {
-        if (m.data->async() && src_attr->IsDir()) {
-          m.data->SyncAll().PermitUnchecked();
-        } else if (m.data->async() && src_attr->IsRegular() && !m.ns->IsPending(src_attr->ino) &&
-                   m.data->Pending(src_attr->ino)) {
-          m.data->Sync(src_attr->ino).PermitUnchecked();
-        }
-        auto dst_attr = m.ns->Peek(to_parent->ino, BaseName(op.path2));
-        if (dst_attr.ok() && dst_attr->IsRegular() && dst_attr->ino != src_attr->ino) {
-          target = dst_attr->ino;
-          if (m.data->async() && !m.ns->IsPending(target) && m.data->Pending(target)) {
-            m.data->Sync(target).PermitUnchecked();
-          }
-          m.data->BeforeRemoval(target);
-        }
-      }
+      // As fs/fuse/fuse_ops.cc OnRename: commit=async commits what is queued
+      // under the source (and the target) first; an open target's data is
+      // made local before the copy overwrites its blob.
+      const uint64_t target =
+          m.data->BeforeRename(parent->ino, name, to_parent->ino, BaseName(op.path2), false);
       uint64_t moved = 0;
       auto orphans = m.ns->Rename(parent->ino, name, to_parent->ino, BaseName(op.path2),
                                   op.noreplace ? unsigned{Namespace::kNoReplace} : 0u, &moved);
@@ -356,8 +340,12 @@ std::string Executor::ChangeNames(Op& op, SimMount& m, const Snapshot& before, b
       if (known && op.path != op.path2 && (orphans.ok() || fault_armed)) {
         ledger_.Doomed(dst->second.ino);
       }
-      if (!orphans.ok()) return "";
+      if (!orphans.ok()) {
+        m.data->RenameDone(target);
+        return "";
+      }
       if (target != 0 && m.ns->RemovedHere(target)) m.data->Unlinked(target, "", "");
+      m.data->RenameDone(target);
       for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
       if (moved != 0) m.data->Renamed(moved);  // as fs/fuse/fuse_ops.cc
       return std::to_string(orphans->size()) + " blob(s) to delete";
