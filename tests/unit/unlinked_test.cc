@@ -48,11 +48,17 @@ class UnlinkedTest : public DeferredCreateTest {
     Commit(m, "tmp", data);
     m.data->CommitDue();
     m.data->BeforeRemoval(ino);
+    RenameTmpOver(m, name, ino);
+  }
+  // The rest of OnRename once its target `ino` was prepared: "tmp" renamed
+  // over `name`, the replaced file removed, the rename over (RenameDone).
+  void RenameTmpOver(Mount& m, const std::string& name, uint64_t ino) {
     auto orphans = m.ns->Rename(kRootIno, "tmp", kRootIno, name, 0);
     ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
     ASSERT_TRUE(m.ns->RemovedHere(ino));
     m.data->Unlinked(ino, "", "");
     for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
+    m.data->RenameDone(ino);
   }
   // Through the descriptor of a file with no name left (`expect`: its
   // data): fstat (st_nlink 0), read, write, ftruncate, fchmod, fsync, read,
@@ -315,11 +321,7 @@ TEST_F(UnlinkedTest, AnOpenArrivingDuringARenameOverItsTargetNeverLosesItsData) 
   // The open goes first, as the kernel's did.
   for (int i = 0; i < 100 && !returned; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  auto orphans = m.ns->Rename(kRootIno, "tmp", kRootIno, "target", 0);
-  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
-  if (m.ns->RemovedHere(ino)) m.data->Unlinked(ino, "", "");
-  for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
-  m.data->RenameDone(ino);
+  RenameTmpOver(m, "target", ino);
   opener.join();
   ASSERT_TRUE(opened.has_value());
   if (opened->ok()) {
@@ -360,11 +362,7 @@ TEST_F(UnlinkedTest, AnOpenTakenBackDuringARenameCommitsNothingForIt) {
   EXPECT_EQ(plan_->calls("PutBlock") + plan_->calls("PutBlockList") + plan_->calls("Put"), uploads)
       << "the open that was taken back committed the kept changes";
   plan_->SetInjector(nullptr);
-  auto orphans = m.ns->Rename(kRootIno, "tmp", kRootIno, "target", 0);
-  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
-  if (m.ns->RemovedHere(ino)) m.data->Unlinked(ino, "", "");
-  for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
-  m.data->RenameDone(ino);
+  RenameTmpOver(m, "target", ino);
   EXPECT_EQ(Blob("target"), "new");
   EXPECT_EQ(raw_blobs_->ListBlobs(kContainer, {})->blobs.size(), 1u) << "no conflict copy";
 }
