@@ -16,19 +16,28 @@ InodeTable::InodeTable() {
 void InodeTable::Remember(uint64_t ino, uint64_t parent, const std::string& name, bool is_dir) {
   std::lock_guard<std::mutex> lock(mu_);
   Node& n = nodes_[ino];
-  n.parent = parent;
+  n.lookups++;
+  if (!n.held_parent || n.parent != parent) {
+    ReleaseParent(n);
+    n.parent = parent;
+    HoldParent(ino, n);
+  }
   n.name = name;
   n.is_dir = is_dir;
   n.detached = false;
-  n.lookups++;
 }
 
 void InodeTable::Move(uint64_t ino, uint64_t new_parent, const std::string& new_name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(ino);
   if (it == nodes_.end()) return;
-  it->second.parent = new_parent;
-  it->second.name = new_name;
+  Node& n = it->second;
+  if (!n.held_parent || n.parent != new_parent) {
+    ReleaseParent(n);
+    n.parent = new_parent;
+    HoldParent(ino, n);
+  }
+  n.name = new_name;
 }
 
 void InodeTable::Forget(uint64_t ino, uint64_t n) {
@@ -70,9 +79,30 @@ bool InodeTable::Contains(uint64_t ino) const {
   return nodes_.count(ino) > 0;
 }
 
+void InodeTable::HoldParent(uint64_t ino, Node& n) {
+  if (ino == kRootIno) return;
+  auto p = nodes_.find(n.parent);
+  n.held_parent = p != nodes_.end();
+  if (n.held_parent) p->second.children++;
+}
+
+void InodeTable::ReleaseParent(Node& n) {
+  if (!n.held_parent) return;
+  n.held_parent = false;
+  auto p = nodes_.find(n.parent);
+  if (p == nodes_.end()) return;
+  if (p->second.children > 0) p->second.children--;
+  MaybeErase(n.parent);
+}
+
 void InodeTable::MaybeErase(uint64_t ino) {
   auto it = nodes_.find(ino);
-  if (it != nodes_.end() && it->second.lookups == 0 && it->second.pins == 0) nodes_.erase(it);
+  if (it == nodes_.end() || ino == kRootIno) return;
+  const Node& n = it->second;
+  if (n.lookups > 0 || n.pins > 0 || n.children > 0) return;
+  Node gone = std::move(it->second);
+  nodes_.erase(it);
+  ReleaseParent(gone);  // the parent may go now too (recursion bounded by depth)
 }
 
 std::optional<std::string> InodeTable::PathOf(uint64_t ino) const {
@@ -92,6 +122,15 @@ bool InodeTable::IsDir(uint64_t ino) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(ino);
   return it != nodes_.end() && it->second.is_dir;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> InodeTable::Lookups() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const auto& [ino, n] : nodes_) {
+    if (ino != kRootIno && n.lookups > 0) out.emplace_back(ino, n.lookups);
+  }
+  return out;
 }
 
 size_t InodeTable::size() const {

@@ -1,6 +1,11 @@
 // The kernel's view of inodes: stable inode number -> (parent, name), with the
 // lookup count the kernel holds. Paths are derived by walking parents, so a
 // directory rename moves every descendant by changing one node.
+//
+// Invariant: every ancestor of a known node is known. A node goes only when
+// it has no lookups, no pins and no known children, so a file pinned by this
+// mount (open, or its commit queued) keeps its path after the kernel forgot
+// its directories (memory pressure, drop_caches).
 #pragma once
 
 #include <cstdint>
@@ -8,6 +13,8 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace stampfs {
 
@@ -20,7 +27,8 @@ class InodeTable {
   void Remember(uint64_t ino, uint64_t parent, const std::string& name, bool is_dir);
   // Re-points without counting a lookup (after our own rename).
   void Move(uint64_t ino, uint64_t new_parent, const std::string& new_name);
-  // Drops `n` lookups; the node goes when none remain and it is not pinned.
+  // Drops `n` lookups; the node goes when none remain, it is not pinned and
+  // no known node is below it.
   void Forget(uint64_t ino, uint64_t n);
   // Pins a node while files are open on it (unlinked-but-open files too).
   void Pin(uint64_t ino);
@@ -37,6 +45,9 @@ class InodeTable {
   std::optional<std::string> PathOf(uint64_t ino) const;
   bool IsDir(uint64_t ino) const;
   size_t size() const;
+  // (ino, lookups) of every node the kernel holds lookups of but the root:
+  // what a FORGET of everything would drop (the simulation's drop_caches).
+  std::vector<std::pair<uint64_t, uint64_t>> Lookups() const;
 
  private:
   struct Node {
@@ -44,10 +55,15 @@ class InodeTable {
     std::string name;
     uint64_t lookups = 0;
     uint64_t pins = 0;
+    uint64_t children = 0;     // known nodes whose `parent` this is (held_parent)
+    bool held_parent = false;  // counted in nodes_[parent].children
     bool is_dir = false;
     bool detached = false;
   };
-  void MaybeErase(uint64_t ino);  // REQUIRES: mu_ held
+  // REQUIRES: mu_ held (these three).
+  void HoldParent(uint64_t ino, Node& n);
+  void ReleaseParent(Node& n);
+  void MaybeErase(uint64_t ino);
 
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, Node> nodes_;  // GUARDED_BY(mu_)

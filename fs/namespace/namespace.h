@@ -282,6 +282,8 @@ class Namespace {
   Attr Present(Attr attr) const;
   // The path of an inode the kernel knows, from memory only (for log lines).
   std::optional<std::string> KnownPath(uint64_t ino) const { return inodes_.PathOf(ino); }
+  // The kernel's lookup counts (InodeTable::Lookups), for the simulation.
+  std::vector<std::pair<uint64_t, uint64_t>> KernelLookups() const { return inodes_.Lookups(); }
   std::atomic<uint64_t> table_requests{0};
 
   // Held by a pipeline commit (commit=async) of a file in `dir_path` while
