@@ -147,8 +147,7 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
       continue;
     }
     if (!IsConflict(why)) return why.WithContext("commit " + f.path);
-    ns_.AbandonPending(f.ino);  // a new file whose name another mount committed first
-    return OnConflict(fp, lock, why);
+    return OnConflict(fp, lock, why);  // a new file: its name is another's
   }
 }
 
@@ -178,10 +177,13 @@ Status FileData::Landed(const FilePtr& fp, Lock& lock, const std::string& etag) 
   return kept;
 }
 
-// A new commit id, in the journal before the request that carries it is
-// sent. The last kMaxCommitIds are kept until a commit is known to have landed.
+// The id of the next attempt, in the journal before the request that carries
+// it is sent: the newest one while the content is what it named, else a new
+// one. The last kMaxCommitIds are kept until a commit is known to have landed.
 // REQUIRES: f.mu held.
 Status FileData::NewCommitId(OpenFile& f) {
+  if (!f.commit_ids.empty() && f.id_edits == f.edits) return Status::Ok();
+  f.id_edits = f.edits;
   f.commit_ids.push_back(NewWriterTag());
   if (f.commit_ids.size() > kMaxCommitIds) f.commit_ids.erase(f.commit_ids.begin());
   return Journal(f);
@@ -215,12 +217,13 @@ Status FileData::CommittedNew(const FilePtr& fp, Lock& lock, const std::string& 
   OpenFile& f = *fp;
   auto inserted = ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, "", f.layout.base());
   if (inserted.status().Is(Code::kAlreadyExists) || inserted.status().Is(Code::kNotFound)) {
-    ns_.AbandonPending(f.ino);  // the name is another's, or its directory gone
+    // The name is another's, or its directory gone.
     blob_requests_++;
     blobs_.Delete(options_.container, f.blob, Condition::IfMatch(etag)).PermitUnchecked();
     if (inserted.status().Is(Code::kNotFound) && f.size == 0) {
       // An empty new file in a directory removed meanwhile: as if the
       // create had failed (ENOENT), nothing to keep.
+      ns_.AbandonPending(f.ino);
       DropChanges(f).PermitUnchecked();
       return inserted.status();
     }
@@ -257,6 +260,8 @@ Result<std::string> FileData::WriteBlob(const FilePtr& fp, Lock& lock, const std
     if (f.rewrite_waste >= f.size / 2) {
       STAMPFS_RETURN_IF_ERROR(Relayout(f, lock));
       plan.reset();
+      f.edits++;  // an id names one layout too
+      STAMPFS_RETURN_IF_ERROR(NewCommitId(f));
     }
   }
   const BlobMetadata meta =

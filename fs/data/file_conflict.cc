@@ -18,13 +18,21 @@ namespace {
 
 // Commits another mount won first (whatever the policy then did).
 Counter g_conflicts{"conflicts"};
+// Conflict copies that could not be saved (each is tried again).
+Counter g_copy_failures{"conflict_copy_failures"};
 
 }  // namespace
 
+// A new file (pending) gives up its name once the policy has decided: while
+// its copy is not saved it stays pending, so the retry proves the conflict
+// again (an abandoned name reads as removed here, and its data is dropped).
 // REQUIRES: `lock` holds fp->mu; fp->busy.
 Status FileData::OnConflict(const FilePtr& fp, Lock& lock, const Status& why) {
-  g_conflicts.Add();
   OpenFile& f = *fp;
+  if (options_.conflict != ConflictPolicy::kCopy) {
+    g_conflicts.Add();
+    ns_.AbandonPending(f.ino);
+  }
   if (options_.conflict == ConflictPolicy::kOverwrite) return why;
   if (options_.conflict == ConflictPolicy::kFail) {
     LogWarning("conflict: another writer committed " + f.path +
@@ -33,12 +41,16 @@ Status FileData::OnConflict(const FilePtr& fp, Lock& lock, const Status& why) {
   }
   auto copy = SaveConflictCopy(fp, lock, f.path);
   if (!copy.ok()) {
+    // Not done: the data is in no blob yet. The failure is the copy's (a
+    // timeout, say), never a settled conflict, so the commit stays queued
+    // and the next attempt proves the conflict again and saves the copy.
+    g_copy_failures.Add();
     LogError("conflict on " + f.path + ": saving this mount's data as a copy failed (" +
-             copy.status().ToString() + "); it stays in the cache journal");
-    // Still a conflict to the caller (EIO), whatever stopped the copy.
-    return Status(Code::kPreconditionFailed,
-                  "conflict on " + f.path + ": no copy saved: " + copy.status().message());
+             copy.status().ToString() + "); it stays in the cache journal and is tried again");
+    return copy.status().WithContext("conflict on " + f.path + ": no copy saved yet");
   }
+  g_conflicts.Add();
+  ns_.AbandonPending(f.ino);
   LogWarning("conflict: another writer committed " + f.path +
              " first; this mount's data was saved as " + *copy + " (" + why.ToString() + ")");
   // This open now shows the version that won.

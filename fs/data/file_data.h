@@ -208,6 +208,10 @@ class FileData {
   // left stays in the dirty journal for the next mount. Returns how many
   // files were left with changes.
   size_t CommitAll(std::chrono::milliseconds budget);
+  // Before an unmount: CommitAll again and again (with pauses) until nothing
+  // is left in the dirty journal or `budget` is spent. Returns the paths
+  // whose changes are still only in the journal (none: all committed).
+  std::vector<std::string> Drain(std::chrono::milliseconds budget);
   // Runs the queued commits that are due (commit_threads == 0), in order.
   // Returns how many ran.
   size_t CommitDue();
@@ -215,6 +219,8 @@ class FileData {
   // after a failed commit).
   bool Pending(uint64_t ino);
   PipelineStats Pipeline();
+  // Files whose changes are in the dirty journal, not yet in the container.
+  uint64_t JournaledFiles() { return cache_.Journaled().size(); }
 
   bool async() const { return options_.async_commit; }
   uint64_t blob_requests() const { return blob_requests_; }
@@ -262,6 +268,14 @@ class FileData {
     // Ids of the commits sent since the last one known to have landed (newest
     // last; journaled): a blob carrying one holds this file's data.
     std::vector<uint64_t> commit_ids;
+    // Changes of the content or layout (counted); the newest id names the
+    // content as of `id_edits`, and attempts that send the same content reuse
+    // it, so a send that lands late, after any number of retries through an
+    // outage, is still recognised as ours (NewCommitId).
+    // (~0: no id names the content, as after a replay: a journaled id may
+    // name content written over since.)
+    uint64_t edits = 0;
+    uint64_t id_edits = ~uint64_t{0};
     bool dirty = false;  // differs from the committed version
     uint64_t written = 0;        // bytes written or truncated since the last commit
     uint64_t rewrite_waste = 0;  // uploaded beyond `written` by in-place commits (this layout)

@@ -168,6 +168,7 @@ Result<size_t> FileData::WriteLocked(const FilePtr& fp, Lock& lock, const char* 
   }
   f.size = new_size;
   f.written += size;
+  f.edits++;
   f.mtime_ns = Now();
   f.dirty = true;
   f.served = true;
@@ -207,6 +208,7 @@ Status FileData::TruncateLocked(OpenFile& f, Lock& lock, uint64_t size) {
   }
   if (s.ok()) {
     f.written += size > f.size ? size - f.size : f.size - size;
+    f.edits++;
     f.size = size;
     f.mtime_ns = Now();
     f.dirty = true;

@@ -163,18 +163,19 @@ void FileData::CommitQueued(uint64_t ino) {
     }
     return;
   }
-  if (fp->loaded && fp->dirty && !s.Is(Code::kPreconditionFailed)) {
-    // The service failed: the changes stay journaled and are retried.
+  // Changes still not in the container (at the name or in a copy) stay
+  // queued and are retried, whatever the failure: only conflict=fail, once a
+  // conflict is proven, leaves them to the journal alone (logged).
+  const bool kept_by_policy =
+      s.Is(Code::kPreconditionFailed) && options_.conflict == ConflictPolicy::kFail;
+  if (fp->loaded && fp->dirty && !kept_by_policy) {
     std::lock_guard<std::mutex> q(queue_mu_);
     auto it = queued_.find(ino);
     if (it != queued_.end()) RetryLater(it->second, fp->path, s);
     return;
   }
   if (s.ok()) g_async_commits.Add();
-  if (fp->loaded && fp->dirty) {
-    // conflict=fail: the changes stay journaled for the next mount (logged).
-    LogWarning(fp->path + ": " + s.ToString());
-  }
+  if (fp->loaded && fp->dirty) LogWarning(fp->path + ": " + s.ToString());
   Dequeue(ino);
   if (fp->refs == 0) Closed(fp, lock);
 }

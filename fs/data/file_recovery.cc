@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "fs/base/log.h"
@@ -159,6 +160,28 @@ size_t FileData::CommitAll(std::chrono::milliseconds budget) {
     tally.cv.wait(lock, [&] { return tally.done == files.size(); });
   }
   return tally.left + CommitDeferredAll(deadline);
+}
+
+std::vector<std::string> FileData::Drain(std::chrono::milliseconds budget) {
+  using std::chrono::milliseconds;
+  using std::chrono::steady_clock;
+  const auto deadline = steady_clock::now() + budget;
+  for (milliseconds pause(200);; pause = std::min(pause * 2, milliseconds(5000))) {
+    const auto rest = std::chrono::duration_cast<milliseconds>(deadline - steady_clock::now());
+    const size_t left = CommitAll(std::max(rest, milliseconds(0)));
+    std::vector<std::string> paths;
+    for (const CacheFileInfo& info : cache_.Journaled()) {
+      if (info.journal) paths.push_back(info.journal->path);
+    }
+    if (left == 0 && paths.empty()) return paths;
+    if (steady_clock::now() + pause >= deadline) {
+      if (paths.empty()) {
+        paths.push_back("(attribute changes of " + std::to_string(left) + " directories)");
+      }
+      return paths;
+    }
+    std::this_thread::sleep_for(pause);
+  }
 }
 
 // Directories' deferred attribute changes, after the files (their commits

@@ -257,6 +257,94 @@ TEST_F(CommitPipelineTest, AFailedCommitIsRetriedWithTheChangesJournaled) {
   EXPECT_EQ(m.data->Pipeline().queued, 0u);
 }
 
+// Issue 27, defect 2: the kernel forgets inodes (drop_caches, memory
+// pressure) while commits are queued. The queued file stays pinned, but its
+// directory was not: resolving the file's path failed ("inode N is not
+// known"), the NotFound was taken for another writer's removal, and the file
+// became a conflict copy (or, when the copy failed too, nothing).
+TEST_F(CommitPipelineTest, AQueuedFileKeepsItsPathWhenTheKernelForgetsItsDirectory) {
+  Mount m = NewMount("a");
+  auto outer = m.ns->Mkdir(kRootIno, "o", 0755, 0, 0);
+  ASSERT_TRUE(outer.ok());
+  auto dir = m.ns->Mkdir(outer->ino, "d", 0755, 0, 0);
+  ASSERT_TRUE(dir.ok());
+  const uint64_t f = Redirect(m, dir->ino, "f", Pattern(300, 11));
+  // FORGET of everything the kernel looked up: the file, then its directories.
+  m.ns->Forget(f, 1);
+  m.ns->Forget(dir->ino, 1);
+  m.ns->Forget(outer->ino, 1);
+  Advance(600);
+  EXPECT_EQ(m.data->CommitDue(), 1u);
+  EXPECT_EQ(Blob("o/d/f"), Pattern(300, 11));
+  EXPECT_EQ(m.data->Pipeline().queued, 0u);
+  EXPECT_TRUE(m.blocks->Journaled().empty());
+  EXPECT_EQ(ConflictCopies(m), 0);
+  EXPECT_EQ(EntryStartingWith(m, "f.conflict-"), "");
+  EXPECT_EQ(m.ns->KnownPath(dir->ino), std::nullopt)
+      << "once committed and unloaded, the forgotten directory goes";
+}
+
+// Issue 27, defect 1: during an outage the first send of a new file lands
+// (its answer lost), and the retries go on for minutes. Each retry carried a
+// new commit id and only the last 8 were kept, so when the service came back
+// the 409 answering the file's own first send was taken for another writer's
+// blob: a conflict copy, and the name left empty.
+TEST_F(CommitPipelineTest, ASendThatLandedEarlyInALongOutageIsRecognisedAsOurs) {
+  Mount m = NewMount("a");
+  Redirect(m, kRootIno, "f", Pattern(2000, 12));
+  plan_->FailNth(1, RequestTimeout(), "Put", true);  // lands, its answer lost
+  plan_->FailAlways(RequestTimeout());               // then nothing answers
+  for (int i = 0; i < 20; ++i) {
+    Advance(31000);
+    EXPECT_EQ(m.data->CommitDue(), 1u);
+    EXPECT_EQ(m.data->Pipeline().queued, 1u) << "still queued after retry " << i;
+  }
+  plan_->Clear();
+  Advance(31000);
+  EXPECT_EQ(m.data->CommitDue(), 1u);
+  EXPECT_EQ(Blob("f"), Pattern(2000, 12));
+  EXPECT_EQ(ConflictCopies(m), 0) << "nobody else wrote f";
+  EXPECT_EQ(m.data->Pipeline().queued, 0u);
+  EXPECT_TRUE(m.blocks->Journaled().empty());
+  auto f = m.ns->Lookup(kRootIno, "f");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->size, 2000u);
+}
+
+// Issue 27, defect 1: a real conflict whose copy cannot be saved (the table
+// times out) used to leave the queue with the data in the journal alone.
+// The commit stays queued and the copy is saved once the service answers.
+TEST_F(CommitPipelineTest, AConflictCopyThatCannotBeSavedYetStaysQueued) {
+  Mount a = NewMount("a");
+  Redirect(a, kRootIno, "x", Pattern(700, 13));
+  async_threads_ = -1;
+  Mount c = NewMount("c");
+  Commit(c, "x", Pattern(900, 14));
+  // Blob calls answer; every table call times out: the conflict is proven
+  // (412/409 and a blob with no id of ours), the copy's entry is not made.
+  plan_->SetInjector([](const std::string& op, int) {
+    return op == "Put" || op == "GetProperties" || op == "Delete" ? Status::Ok() : RequestTimeout();
+  });
+  for (int i = 0; i < 3; ++i) {
+    Advance(31000);
+    EXPECT_EQ(a.data->CommitDue(), 1u);
+    EXPECT_EQ(a.data->Pipeline().queued, 1u) << "kept queued after try " << i;
+    EXPECT_EQ(a.blocks->Journaled().size(), 1u);
+  }
+  plan_->SetInjector(nullptr);
+  Advance(31000);
+  EXPECT_EQ(a.data->CommitDue(), 1u);
+  EXPECT_EQ(Blob("x"), Pattern(900, 14)) << "the other writer's file is untouched";
+  ListOptions lo;
+  lo.prefix = "x.conflict-testhost-";
+  auto list = raw_blobs_->ListBlobs(kContainer, lo);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->blobs.size(), 1u) << "this mount's data went to a copy";
+  EXPECT_EQ(Blob(list->blobs[0].name), Pattern(700, 13));
+  EXPECT_EQ(a.data->Pipeline().queued, 0u);
+  EXPECT_TRUE(a.blocks->Journaled().empty());
+}
+
 TEST_F(CommitPipelineTest, UnmountCommitsWhatIsQueued) {
   Mount m = NewMount("a");
   for (int i = 0; i < 5; ++i) Redirect(m, kRootIno, "f" + std::to_string(i), Pattern(50, i));
