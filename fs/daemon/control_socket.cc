@@ -38,7 +38,7 @@ Result<sockaddr_un> Address(const std::string& path) {
   return addr;
 }
 
-Result<int> Connect(const std::string& path) {
+Result<int> Connect(const std::string& path, int timeout_ms = kClientTimeoutMs) {
   auto addr = Address(path);
   STAMPFS_RETURN_IF_ERROR(addr);
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -49,7 +49,7 @@ Result<int> Connect(const std::string& path) {
     return Status(err == ENOENT || err == ECONNREFUSED ? Code::kNotFound : Code::kInternal,
                   "no stampfs daemon answers on " + path + " (" + strerror(err) + ")");
   }
-  timeval tv{kClientTimeoutMs / 1000, (kClientTimeoutMs % 1000) * 1000};
+  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   return fd;
@@ -82,8 +82,9 @@ bool ControlSocketLive(const std::string& path) {
   return true;
 }
 
-Result<std::string> QueryControlSocket(const std::string& path, const std::string& command) {
-  auto fd = Connect(path);
+Result<std::string> QueryControlSocket(const std::string& path, const std::string& command,
+                                       int timeout_ms) {
+  auto fd = Connect(path, timeout_ms);
   STAMPFS_RETURN_IF_ERROR(fd);
   std::string answer;
   bool sent = WriteAll(*fd, command + "\n");
@@ -103,7 +104,8 @@ Result<std::string> QueryControlSocket(const std::string& path, const std::strin
   return answer;
 }
 
-Result<std::unique_ptr<ControlSocket>> ControlSocket::Listen(const std::string& path) {
+Result<std::unique_ptr<ControlSocket>> ControlSocket::Listen(const std::string& path,
+                                                             Commands commands) {
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return Status(Code::kInternal, "control socket directory " + dir + ": " + strerror(errno));
@@ -137,11 +139,14 @@ Result<std::unique_ptr<ControlSocket>> ControlSocket::Listen(const std::string& 
     unlink(path.c_str());
     return Status(Code::kInternal, std::string("pipe: ") + strerror(errno));
   }
-  return std::unique_ptr<ControlSocket>(new ControlSocket(path, fd, pipe_fds[0], pipe_fds[1]));
+  return std::unique_ptr<ControlSocket>(
+      new ControlSocket(path, std::move(commands), fd, pipe_fds[0], pipe_fds[1]));
 }
 
-ControlSocket::ControlSocket(std::string path, int listen_fd, int stop_read, int stop_write)
+ControlSocket::ControlSocket(std::string path, Commands commands, int listen_fd, int stop_read,
+                             int stop_write)
     : path_(std::move(path)),
+      commands_(std::move(commands)),
       listen_fd_(listen_fd),
       stop_read_(stop_read),
       stop_write_(stop_write),
@@ -190,6 +195,8 @@ void ControlSocket::Answer(int fd) {
   }
   if (line == "stats") {
     WriteAll(fd, StatsJson() + "\n");
+  } else if (auto it = commands_.find(line); it != commands_.end()) {
+    WriteAll(fd, it->second());
   } else {
     WriteAll(fd, "error: unknown command\n");
   }

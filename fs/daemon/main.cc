@@ -47,6 +47,9 @@ namespace {
 // Threads libfuse may run operations on (fs/fuse/interrupts.h: calls waiting on
 // the service each hold one, and one must be left to read interrupts).
 constexpr unsigned kMaxFuseThreads = 64;
+// `stampfs unmount` waits this long at most for the daemon's commits (the
+// largest shutdown_timeout, and then some for a request in flight).
+constexpr int kMaxUnmountWaitMs = (3600 + 120) * 1000;
 
 constexpr const char* kUsage =
     "usage: stampfs mount [options] CONTAINER MOUNTPOINT\n"
@@ -145,28 +148,46 @@ std::string FuseOptionString(const MountOptions& o) {
   return opts;
 }
 
-// SIGTERM may end the loop while files are open with changes, and a failed
-// close keeps its changes loaded: commit them now, for at most
-// shutdown_timeout. A commit stuck on an unreachable backend is not waited
-// for: the process ends at once (skipping destructors that would wait for
-// it), and the changes stay in the dirty journal (SQLite, durable) for the
-// next mount.
-void CommitAtShutdown(FileData& data, const MountOptions& o) {
-  const auto budget = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout * 1000));
-  auto result = std::make_shared<std::promise<size_t>>();
-  std::future<size_t> left = result->get_future();
-  std::thread([&data, budget, result] { result->set_value(data.CommitAll(budget)); }).detach();
+std::chrono::milliseconds ShutdownBudget(const MountOptions& o) {
+  return std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout * 1000));
+}
+
+// The answer to `stampfs unmount`'s "commit": everything committed ("ok"),
+// else "left N", the cache directory and the N paths, one a line.
+std::string CommitForUnmount(FileData& data, const MountOptions& o) {
+  const std::vector<std::string> left = data.Drain(ShutdownBudget(o));
+  if (left.empty()) return "ok\n";
+  std::string out = "left " + std::to_string(left.size()) + "\n" + o.cache_dir + "\n";
+  for (const std::string& path : left) out += path + "\n";
+  return out;
+}
+
+// SIGTERM or umount may end the loop with changes not committed (queued,
+// retried through an outage, or kept after a failed close): commit them
+// now, retrying for at most shutdown_timeout. A commit stuck on an
+// unreachable backend is not waited for: the process ends at once
+// (skipping destructors that would wait for it). What is left stays in the
+// dirty journal (SQLite, durable) for the next mount, named in the log;
+// the exit status is 1 then.
+bool CommitAtShutdown(FileData& data, const MountOptions& o) {
+  const auto budget = ShutdownBudget(o);
+  auto result = std::make_shared<std::promise<std::vector<std::string>>>();
+  auto left = result->get_future();
+  std::thread([&data, budget, result] { result->set_value(data.Drain(budget)); }).detach();
   const std::string journal =
       "they stay in the cache journal of " + o.cache_dir + " and are committed by the next mount";
   if (left.wait_for(budget + std::chrono::seconds(1)) != std::future_status::ready) {
-    LogWarning("shutdown: commits still running after shutdown_timeout (" +
-               std::to_string(budget.count() / 1000) + " s): exiting; " + journal);
-    std::_Exit(0);
+    LogError("shutdown: commits still running after shutdown_timeout (" +
+             std::to_string(budget.count() / 1000) + " s): exiting; " + journal);
+    std::_Exit(1);
   }
-  if (size_t n = left.get(); n > 0) {
-    LogWarning("shutdown: " + std::to_string(n) + " file(s) with changes not committed; " +
-               journal);
-  }
+  const std::vector<std::string> paths = left.get();
+  if (paths.empty()) return true;
+  LogError("shutdown: " + std::to_string(paths.size()) + " file(s) with changes not committed; " +
+           journal);
+  for (size_t i = 0; i < paths.size() && i < 50; ++i) LogError("  not committed: " + paths[i]);
+  if (paths.size() > 50) LogError("  and " + std::to_string(paths.size() - 50) + " more");
+  return false;
 }
 
 // Daemon mode forks first, before anything starts a thread (libcurl, SQLite,
@@ -243,7 +264,8 @@ int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns,
       {
         daemon.Mounted();
         LogInfo("mounted container " + o.container + " at " + o.mountpoint);
-        auto control = ControlSocket::Listen(control_path);
+        auto control = ControlSocket::Listen(
+            control_path, {{"commit", [&data, &o] { return CommitForUnmount(data, o); }}});
         if (!control.ok()) LogWarning("stampfs stat will not work: " + control.status().message());
         if (o.discover > 0 && !o.read_only) {
           discovery = std::make_unique<Discovery>(table, blobs, o.container, o.table, o.discover);
@@ -262,7 +284,7 @@ int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns,
         if (loop > 0) LogInfo("signal " + std::to_string(loop) + ": unmounting");
       }
       fuse_session_unmount(se);
-      CommitAtShutdown(data, o);
+      if (!CommitAtShutdown(data, o)) rc = 1;
     } else {
       Fail("cannot mount at " + o.mountpoint);
     }
@@ -406,13 +428,34 @@ int Mount(const std::vector<std::string>& args) {
   RegisterGauge("commits.oldest_age_ms",
                 [&] { return static_cast<uint64_t>(data.Pipeline().oldest_age_ms); });
   RegisterGauge("commits.retrying", [&] { return data.Pipeline().retrying; });
+  RegisterGauge("commits.journaled", [&] { return data.JournaledFiles(); });
   int rc = Serve(o, *control_path, ns, data, *table, *blobs, daemon);
   ClearGauges();
   return rc;
 }
 
+// Asks the daemon to commit everything first (for at most its
+// shutdown_timeout, retrying): while acknowledged changes are only in its
+// cache journal, the file system stays mounted and the command fails,
+// naming them. A mount point no stampfs daemon answers for is unmounted as is.
 int Unmount(const std::vector<std::string>& args) {
   if (args.size() != 1) return Fail(std::string("unmount needs a MOUNTPOINT\n") + kUsage);
+  if (auto control = ControlSocketPath(args[0]); control.ok() && ControlSocketLive(*control)) {
+    auto answer = QueryControlSocket(*control, "commit", kMaxUnmountWaitMs);
+    if (!answer.ok()) return Fail("unmount: " + answer.status().message() + "; not unmounted");
+    if (answer->rfind("left ", 0) == 0) {
+      std::istringstream lines(*answer);
+      std::string count, cache_dir, path, names;
+      std::getline(lines, count);
+      std::getline(lines, cache_dir);
+      while (std::getline(lines, path)) names += "\n  " + path;
+      return Fail("unmount: " + count.substr(5) + " file(s) with acknowledged changes could " +
+                  "not be committed within shutdown_timeout (is the service reachable?); " +
+                  "they are only in the cache journal of " + cache_dir + ":" + names +
+                  "\nnot unmounted: try again, or `umount " + args[0] +
+                  "` to leave them to the next mount with that cache directory");
+    }
+  }
   pid_t pid = fork();
   if (pid == 0) {
     execlp("fusermount3", "fusermount3", "-u", args[0].c_str(), static_cast<char*>(nullptr));
