@@ -26,6 +26,17 @@ void MountFaults::Install() {
   };
   table_->SetInjector(injector);
   blobs_->SetInjector(injector);
+  if (outage_ && first_put_lands_ && blobs_->calls("Put") == put_calls_at_outage_) {
+    blobs_->FailNth(1, RequestTimeout(), "Put", true);
+  }
+}
+
+void MountFaults::Outage(int steps, bool first_put_lands) {
+  frozen_steps_ = steps;
+  outage_ = true;
+  first_put_lands_ = first_put_lands;
+  put_calls_at_outage_ = blobs_->calls("Put");
+  Disarm();
 }
 
 void MountFaults::Disarm() {

@@ -30,6 +30,12 @@ class MountFaults {
   // After the step: rules that did not fire are dropped.
   void Disarm();
   void Freeze(int steps) { frozen_steps_ = steps; }
+  // An outage of minutes: every call times out for `steps` steps of this
+  // mount, each of which the driver stretches to 5-40 s with the pipeline
+  // retrying; with `first_put_lands`, the first Put Blob in it is applied
+  // before its answer is lost (sent as the service froze).
+  void Outage(int steps, bool first_put_lands);
+  bool InOutage() const { return outage_ && frozen_steps_ > 0; }
   // This step sees no fault at all, frozen or not (a part of the mix the
   // switches leave out); Disarm ends it.
   void Spare() {
@@ -38,9 +44,11 @@ class MountFaults {
   }
   void StepDone() {
     if (frozen_steps_ > 0) --frozen_steps_;
+    if (frozen_steps_ == 0) outage_ = false;
   }
   void Thaw() {
     frozen_steps_ = 0;
+    outage_ = false;
     Disarm();
   }
 
@@ -49,6 +57,11 @@ class MountFaults {
   std::shared_ptr<FaultPlan> table_;
   std::shared_ptr<FaultPlan> blobs_;
   int frozen_steps_ = 0;
+  bool outage_ = false;
+  // The outage's landing Put, armed again after every step until it fired:
+  // while blobs_->calls("Put") is still `put_calls_at_outage_`.
+  bool first_put_lands_ = false;
+  int put_calls_at_outage_ = 0;
   bool spared_ = false;
   // A crash: from call `crash_at_` of `crash_plan_` on, every call of either
   // plan fails (that call itself applied first when the crash says so).

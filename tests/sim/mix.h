@@ -45,6 +45,13 @@ struct Mix {
   // Issue 13: odd seeds mount with -o commit=async (close journals, the
   // pipeline commits at `pump` steps); even seeds with commit=close.
   bool async_commit = true;
+  // Issue 27 (defect 2): `forget`, the kernel dropping every inode it does
+  // not hold open (drop_caches, memory pressure), on any mount at any step.
+  bool forget = true;
+  // Issue 27 (defect 1): `outage`, a commit=async mount's service gone for
+  // minutes while the pipeline retries (its first Put may land, the answer
+  // lost), then back.
+  bool outage = true;
   // Sets a switch by its name ("append-race", ...); false for an unknown name.
   bool Disable(const std::string& name);
   // Sets a switch by its name ("append-race", ...); false for an unknown name.

@@ -17,19 +17,24 @@ bool Mix::Enable(const std::string& name) {
   if (name == "dir-faults") return dir_faults = true;
   if (name == "ambiguous-put") return ambiguous_put = true;
   if (name == "async-commit") return async_commit = true;
+  if (name == "forget") return forget = true;
+  if (name == "outage") return outage = true;
   return false;
 }
 
 bool Mix::Disable(const std::string& name) {
   if (name == "async-commit") return !(async_commit = false);
   if (name == "reuse-unlinked") return !(reuse_unlinked = false);
+  if (name == "forget") return !(forget = false);
+  if (name == "outage") return !(outage = false);
   return false;
 }
 
 std::vector<std::string> Mix::Names() {
   return {"append-race", "write-after-conflict", "symlink-over-file-xdir", "twin-names",
           "lying-404",   "commit-faults",        "ambiguous-put",          "dir-faults",
-          "rename-open", "orphan-blob",          "reuse-unlinked",         "async-commit"};
+          "rename-open", "orphan-blob",          "reuse-unlinked",         "async-commit",
+          "forget",      "outage"};
 }
 
 namespace {
@@ -39,7 +44,7 @@ const char* KindName(OpKind k) {
                                        "fsync",  "close",   "truncate", "unlink",      "rename",
                                        "mkdir",  "rmdir",   "symlink",  "chmod",       "setxattr",
                                        "kill",   "restart", "freeze",   "append-close",
-                                       "pump"};
+                                       "pump",   "forget",  "outage"};
   return kNames[static_cast<int>(k)];
 }
 
@@ -89,6 +94,10 @@ std::string Op::Describe() const {
     case OpKind::kFreeze:
       s += " for " + std::to_string(len) + " steps";
       break;
+    case OpKind::kOutage:
+      s += " for " + std::to_string(len) + " steps" + (excl ? ", its first Put lands" : "");
+      break;
+    case OpKind::kForget:
     case OpKind::kKill:
     case OpKind::kRestart:
       break;
@@ -177,6 +186,8 @@ Op Schedule::Next(std::mt19937_64& rng, const std::vector<bool>& up,
       {OpKind::kFreeze, faults_ ? 1 : 0},
       {OpKind::kAppendClose, 5},
       {OpKind::kPump, async_ ? 6 : 0},
+      {OpKind::kForget, 3},
+      {OpKind::kOutage, faults_ && async_ ? 2 : 0},
   };
   int total = 0;
   for (const Choice& c : choices) total += c.weight;
@@ -241,6 +252,10 @@ Op Schedule::Next(std::mt19937_64& rng, const std::vector<bool>& up,
       break;
     case OpKind::kFreeze:
       op.len = 1 + rng() % 4;
+      break;
+    case OpKind::kOutage:
+      op.len = 5 + rng() % 25;
+      op.excl = rng() % 2 == 0;
       break;
     default:
       break;

@@ -34,15 +34,19 @@ enum class OpKind {
   kFreeze,
   kAppendClose,  // open O_APPEND, write, close: a shell's >>
   kPump,         // commit=async: the pipeline commits what is due (CommitDue)
+  kForget,       // the kernel FORGETs every inode it does not hold open (drop_caches)
+  kOutage,       // commit=async: the service gone for minutes, the pipeline retrying
 };
 
 struct Op {
   OpKind kind = OpKind::kCreate;
   int mount = 0;
   std::string path, path2;  // path2: rename target, symlink target
+  // outage: `excl` = its first Put lands
   bool excl = false, trunc = false, noreplace = false;
   int handle = 0;
-  uint64_t off = 0, len = 0;  // write; truncate size in `off`; freeze steps in `len`
+  // write; truncate size in `off`; freeze steps, outage rounds in `len`
+  uint64_t off = 0, len = 0;
   uint32_t mode = 0;
   std::string Describe() const;
 };
