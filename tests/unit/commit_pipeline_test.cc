@@ -56,6 +56,20 @@ class CommitPipelineTest : public FileDataTest {
     for (int i = 0; i < files; ++i) EXPECT_EQ(Blob("d/f" + std::to_string(i)), Pattern(64, i));
     return plan_->calls("ExecuteBatch") - batches_before;
   }
+  // The other writer's x is untouched, and mount `a`'s data is the one copy
+  // of x, with nothing left queued or journaled.
+  void ExpectOtherWonAndOurDataIsACopy(Mount& a, const std::string& theirs,
+                                       const std::string& ours) {
+    EXPECT_EQ(Blob("x"), theirs) << "the other writer's file is untouched";
+    ListOptions lo;
+    lo.prefix = "x.conflict-testhost-";
+    auto list = raw_blobs_->ListBlobs(kContainer, lo);
+    ASSERT_TRUE(list.ok());
+    ASSERT_EQ(list->blobs.size(), 1u) << "this mount's data went to a copy";
+    EXPECT_EQ(Blob(list->blobs[0].name), ours);
+    EXPECT_EQ(a.data->Pipeline().queued, 0u);
+    EXPECT_TRUE(a.blocks->Journaled().empty());
+  }
   std::atomic<int64_t> clock_ns_{int64_t{1700000000} * 1000000000};
 };
 
@@ -227,15 +241,7 @@ TEST_F(CommitPipelineTest, AConflictFoundAfterCloseIsSavedAsACopy) {
   Commit(c, "x", Pattern(900, 6));
   Advance(600);
   EXPECT_EQ(a.data->CommitDue(), 1u);
-  EXPECT_EQ(Blob("x"), Pattern(900, 6)) << "the other writer's file is untouched";
-  ListOptions lo;
-  lo.prefix = "x.conflict-testhost-";
-  auto list = raw_blobs_->ListBlobs(kContainer, lo);
-  ASSERT_TRUE(list.ok());
-  ASSERT_EQ(list->blobs.size(), 1u) << "this mount's data went to a copy";
-  EXPECT_EQ(Blob(list->blobs[0].name), Pattern(700, 5));
-  EXPECT_EQ(a.data->Pipeline().queued, 0u);
-  EXPECT_TRUE(a.blocks->Journaled().empty());
+  ExpectOtherWonAndOurDataIsACopy(a, Pattern(900, 6), Pattern(700, 5));
 }
 
 TEST_F(CommitPipelineTest, AFailedCommitIsRetriedWithTheChangesJournaled) {
@@ -334,15 +340,7 @@ TEST_F(CommitPipelineTest, AConflictCopyThatCannotBeSavedYetStaysQueued) {
   plan_->SetInjector(nullptr);
   Advance(31000);
   EXPECT_EQ(a.data->CommitDue(), 1u);
-  EXPECT_EQ(Blob("x"), Pattern(900, 14)) << "the other writer's file is untouched";
-  ListOptions lo;
-  lo.prefix = "x.conflict-testhost-";
-  auto list = raw_blobs_->ListBlobs(kContainer, lo);
-  ASSERT_TRUE(list.ok());
-  ASSERT_EQ(list->blobs.size(), 1u) << "this mount's data went to a copy";
-  EXPECT_EQ(Blob(list->blobs[0].name), Pattern(700, 13));
-  EXPECT_EQ(a.data->Pipeline().queued, 0u);
-  EXPECT_TRUE(a.blocks->Journaled().empty());
+  ExpectOtherWonAndOurDataIsACopy(a, Pattern(900, 14), Pattern(700, 13));
 }
 
 TEST_F(CommitPipelineTest, UnmountCommitsWhatIsQueued) {
