@@ -39,7 +39,6 @@
 # shellcheck source-path=SCRIPTDIR
 # shellcheck disable=SC2317
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ ! -w /proc/sys/vm/drop_caches ]]; then
   echo "commit_safety: /proc/sys/vm/drop_caches is not writable (needs root): skipped" >&2
   exit 77
@@ -49,37 +48,9 @@ DELAY_A=${COMMIT_SAFETY_DELAY:-20}
 NFILES=${COMMIT_SAFETY_FILES:-100}
 FREEZE=${COMMIT_SAFETY_FREEZE:-60}
 ATTR_B=${COMMIT_SAFETY_ATTR_TIMEOUT:-10}
-export AZURITE_BLOB_PORT=$BASE AZURITE_QUEUE_PORT=$((BASE + 1)) AZURITE_TABLE_PORT=$((BASE + 2))
-export AZURITE_DIR
-AZURITE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/stampfs-commit-safety-azurite.XXXXXX")
 export AZURITE_IN_MEMORY=1 AZURITE_EXTENT_MEMORY_MB=512
-key="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="  # the emulator's public key
-export AZURE_STORAGE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$key;BlobEndpoint=http://127.0.0.1:$AZURITE_BLOB_PORT/devstoreaccount1;TableEndpoint=http://127.0.0.1:$AZURITE_TABLE_PORT/devstoreaccount1"
-# An earlier run's Azurite on these ports goes a second or two after that run
-# ends (its guard, below, stops it): wait, rather than talk to it.
-ports_taken() {
-  local p
-  for p in "$BASE" $((BASE + 1)) $((BASE + 2)); do
-    (: >"/dev/tcp/127.0.0.1/$p") 2>/dev/null && return 0
-  done
-  return 1
-}
-for _ in $(seq 100); do
-  ports_taken || break
-  sleep 0.1
-done
-if ports_taken; then
-  echo "commit_safety: ports $BASE-$((BASE + 2)) are taken (another Azurite?); set COMMIT_SAFETY_PORT_BASE" >&2
-  rm -rf "$AZURITE_DIR"
-  exit 2
-fi
-"$ROOT/scripts/azurite" start >/dev/null ||
-  { echo "commit_safety: cannot start Azurite on ports $BASE-$((BASE + 2))" >&2; rm -rf "$AZURITE_DIR"; exit 2; }
-AZ_PID=$(cat "$AZURITE_DIR/azurite.pid")
-# Stops this Azurite when the script ends, whatever way it ends (after the
-# lib's EXIT trap has deleted the containers); thawed first if still frozen.
-bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; kill -CONT "$3" 2>/dev/null; "$2" stop >/dev/null 2>&1; rm -rf "$AZURITE_DIR"' \
-  commit-safety-guard $$ "$ROOT/scripts/azurite" "$AZ_PID" </dev/null >/dev/null 2>&1 &
+source "$(dirname "$0")/private_azurite.bash"
+private_azurite_start commit-safety "$BASE" COMMIT_SAFETY_PORT_BASE
 
 source "$(dirname "$0")/lib.bash" "$@"
 # A frozen Azurite is thawed before the lib's EXIT trap unmounts and deletes

@@ -21,36 +21,10 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BASE=${OUTAGE_PORT_BASE:-31000}
-export AZURITE_BLOB_PORT=$BASE AZURITE_QUEUE_PORT=$((BASE + 1)) AZURITE_TABLE_PORT=$((BASE + 2))
-export AZURITE_DIR
-AZURITE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/stampfs-outage-azurite.XXXXXX")
 export AZURITE_IN_MEMORY=0
-key="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="  # the emulator's public key
-export AZURE_STORAGE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=$key;BlobEndpoint=http://127.0.0.1:$AZURITE_BLOB_PORT/devstoreaccount1;TableEndpoint=http://127.0.0.1:$AZURITE_TABLE_PORT/devstoreaccount1"
 azurite() { "$ROOT/scripts/azurite" "$@"; }
-# An earlier run's Azurite on these ports goes a second or two after that run
-# ends (its guard, below, stops it): wait, rather than talk to it.
-ports_taken() {
-  local p
-  for p in "$BASE" $((BASE + 1)) $((BASE + 2)); do
-    (: >"/dev/tcp/127.0.0.1/$p") 2>/dev/null && return 0
-  done
-  return 1
-}
-for _ in $(seq 100); do
-  ports_taken || break
-  sleep 0.1
-done
-if ports_taken; then
-  echo "outage: ports $BASE-$((BASE + 2)) are taken (another Azurite?); set OUTAGE_PORT_BASE" >&2
-  rm -rf "$AZURITE_DIR"
-  exit 2
-fi
-azurite start >/dev/null || { echo "outage: cannot start Azurite on ports $BASE-$((BASE + 2))" >&2; exit 2; }
-# Stops this Azurite when the script ends, whatever way it ends (after the
-# lib's EXIT trap has deleted the container).
-bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; "$2" stop >/dev/null 2>&1; rm -rf "$AZURITE_DIR"' \
-  outage-guard $$ "$ROOT/scripts/azurite" </dev/null >/dev/null 2>&1 &
+source "$(dirname "$0")/private_azurite.bash"
+private_azurite_start outage "$BASE" OUTAGE_PORT_BASE
 
 source "$(dirname "$0")/lib.bash" "$@"
 PY=/usr/bin/python3
