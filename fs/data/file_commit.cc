@@ -260,8 +260,7 @@ Result<std::string> FileData::WriteBlob(const FilePtr& fp, Lock& lock, const std
     if (f.rewrite_waste >= f.size / 2) {
       STAMPFS_RETURN_IF_ERROR(Relayout(f, lock));
       plan.reset();
-      f.edits++;  // an id names one layout too
-      STAMPFS_RETURN_IF_ERROR(NewCommitId(f));
+      STAMPFS_RETURN_IF_ERROR(NewCommitId(f));  // an id names one layout too
     }
   }
   const BlobMetadata meta =
@@ -333,6 +332,7 @@ Status FileData::Relayout(OpenFile& f, Lock& lock) {
   LogDebug(f.path + ": rewritten in place: blocks of " + std::to_string(next.base()) +
            " bytes from now on (were " + std::to_string(f.layout.base()) + ")");
   g_relayouts.Add();
+  f.edits++;  // the blocks the data is sent in changed (NewCommitId)
   f.layout = next;
   f.rewrite_waste = 0;
   return Status::Ok();
