@@ -275,11 +275,19 @@ Status FileData::ReplayOne(const CacheFileInfo& info) {
       LogWarning("dirty journal: " + j.path + " was removed or replaced before its changes " +
                  "were committed; they were saved as " + *copy);
       cache_.Discard(f.cache_id).PermitUnchecked();
-      if (j.mode != 0 && !j.base_etag.empty() && where.status().Is(Code::kNotFound)) {
-        // The first blob write of a create whose entry never came: no file's.
-        blob_requests_++;
-        blobs_.Delete(options_.container, f.blob, Condition::IfMatch(j.base_etag))
-            .PermitUnchecked();
+      if (j.mode != 0) {
+        // A create whose entry never came: a blob write of it that landed
+        // (known, or carrying one of its ids: a send whose answer was lost)
+        // is no file's, unless a regular file holds the name now (its entry
+        // may have adopted that version).
+        const bool unnamed =
+            where.status().Is(Code::kNotFound) || (where.ok() && !where->IsRegular());
+        std::string landed = unnamed ? j.base_etag : "";
+        if (unnamed && landed.empty()) {
+          auto own = OwnCommitStored(f, &landed);
+          if (!own.ok() || *own == 0) landed.clear();
+        }
+        if (!landed.empty()) DeleteVersion(f.blob, landed);
       }
     }
   }

@@ -62,22 +62,36 @@ void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string
   // The version the entry named; without one, this mount's commit of it
   // (whose entry merge did not land).
   std::string version = etag;
+  std::string name = blob;
   if (FilePtr f = Find(ino)) {
     Lock lock(f->mu);
     if (f->loaded && version.empty() && f->blob == blob) version = f->base_etag;
+    if (f->loaded && version.empty() && !f->commit_ids.empty() &&
+        (blob.empty() || f->blob == blob)) {
+      // A new file (its pending name comes without a blob) whose sends did
+      // not say whether they landed (an outage): the blob at its name is its
+      // own when it carries one of its ids.
+      while (f->busy) f->cv.wait(lock);
+      std::string stored;
+      auto own = OwnCommitStored(*f, &stored);
+      if (own.ok() && *own != 0) {
+        version = stored;
+        name = f->blob;
+      }
+    }
     // Open here: it lives on in the cache alone, so its blob goes now and a
     // new file of the name commits as a new file (SQLite's -wal).
     if (f->loaded && f->refs > 0 && KeepLocal(*f, lock).ok()) {
       DropChanges(*f).PermitUnchecked();
       f->unlinked = true;
       lock.unlock();
-      if (!blob.empty() && !version.empty()) DeleteVersion(blob, version);
+      if (!name.empty() && !version.empty()) DeleteVersion(name, version);
       if (inode_record) ns_.DropInodeRecord(ino);
       return;
     }
   }
-  if (!blob.empty() && !version.empty()) {
-    return DeleteBlobWhenUnused(ino, blob, Condition::IfMatch(version), inode_record);
+  if (!name.empty() && !version.empty()) {
+    return DeleteBlobWhenUnused(ino, name, Condition::IfMatch(version), inode_record);
   }
   if (inode_record) ns_.DropInodeRecord(ino);
   // A new file never committed: no blob to delete (the name may be another

@@ -317,6 +317,59 @@ TEST_F(CommitPipelineTest, ASendThatLandedEarlyInALongOutageIsRecognisedAsOurs) 
   EXPECT_EQ(f->size, 2000u);
 }
 
+// A new file's first send lands during an outage (its answer lost), and the
+// file is removed before any commit is known to have landed (simulation seed
+// 3987). The blob carries one of its commit ids: it is the file's own and
+// goes with the name, instead of staying without an entry.
+TEST_F(CommitPipelineTest, AnUnlinkRemovesANewFilesSendThatLandedUnanswered) {
+  Mount m = NewMount("a");
+  Redirect(m, kRootIno, "f", Pattern(500, 15));
+  plan_->FailNth(1, RequestTimeout(), "Put", true);
+  plan_->FailAlways(RequestTimeout());
+  Advance(600);
+  EXPECT_EQ(m.data->CommitDue(), 1u);
+  plan_->Clear();
+  ASSERT_TRUE(raw_blobs_->GetProperties(kContainer, "f").ok()) << "the send landed";
+  auto gone = m.ns->Unlink(kRootIno, "f");
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  m.data->Unlinked(*gone);
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "f").status().Is(Code::kNotFound));
+  Advance(60000);
+  m.data->CommitDue();
+  EXPECT_EQ(m.data->Pipeline().queued, 0u);
+  EXPECT_TRUE(m.blocks->Journaled().empty());
+}
+
+// The same send, and the mount killed before it learned the outcome; another
+// mount makes a symlink of the name (simulation seed 4927). The replay saves
+// the data as a copy and deletes the landed blob, which no entry names.
+TEST_F(CommitPipelineTest, AReplayDeletesALandedSendOfACreateWhoseNameIsNowASymlink) {
+  {
+    Mount m = NewMount("a");
+    Redirect(m, kRootIno, "f", Pattern(500, 16));
+    plan_->FailNth(1, RequestTimeout(), "Put", true);
+    plan_->FailAlways(RequestTimeout());
+    Advance(600);
+    EXPECT_EQ(m.data->CommitDue(), 1u);
+    plan_->Clear();
+    // kill -9
+  }
+  async_threads_ = -1;
+  Mount b = NewMount("b");
+  ASSERT_TRUE(b.ns->Symlink(kRootIno, "f", "elsewhere", 0, 0).ok());
+  async_threads_ = 0;
+  Mount after = NewMount("a");
+  ASSERT_TRUE(after.data->ReplayJournal().ok());
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "f").status().Is(Code::kNotFound))
+      << "no entry names it";
+  ListOptions lo;
+  lo.prefix = "f.conflict-testhost-";
+  auto list = raw_blobs_->ListBlobs(kContainer, lo);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->blobs.size(), 1u) << "the data went to a copy";
+  EXPECT_EQ(Blob(list->blobs[0].name), Pattern(500, 16));
+}
+
 // Issue 27, defect 1: a real conflict whose copy cannot be saved (the table
 // times out) used to leave the queue with the data in the journal alone.
 // The commit stays queued and the copy is saved once the service answers.
