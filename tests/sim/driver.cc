@@ -255,11 +255,13 @@ class Run {
     before_ = std::move(after);
   }
 
-  // Nothing in flight anywhere: no open handle, no kept change, no intent.
+  // Nothing in flight anywhere: no open handle, no kept change, no intent,
+  // no mount down (its journal may hold a create whose send landed with the
+  // answer lost: a blob its replay names or deletes).
   bool Quiet(const Snapshot& snap) {
     if (exec_->AnyOpen() || snap.intents > 0) return false;
     for (SimMount& m : world_->mounts()) {
-      if (!ledger_.Inos(m.id).empty()) return false;
+      if (!m.up() || !ledger_.Inos(m.id).empty()) return false;
     }
     return true;
   }
