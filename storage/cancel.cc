@@ -26,7 +26,7 @@ void CancelToken::CancelAt(Clock::time_point at) {
 
 bool CancelToken::cancelled() const {
   const int64_t at = at_ns_.load(std::memory_order_relaxed);
-  return at != kNever && SinceEpochNs(Clock::now()) >= at;
+  return (at != kNever && SinceEpochNs(Clock::now()) >= at) || parent_cancelled();
 }
 
 ScopedCancelToken::ScopedCancelToken(const CancelToken* token) : previous_(t_current) {

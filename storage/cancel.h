@@ -23,15 +23,23 @@ class CancelToken {
  public:
   using Clock = std::chrono::steady_clock;
 
+  CancelToken() = default;
+  // Cancelled also once `parent` is (it must outlive this token): a shorter
+  // deadline for part of a call that the caller may still interrupt.
+  explicit CancelToken(const CancelToken* parent) : parent_(parent) {}
+
   // Cancelled from `at` on; of several times given, the earliest holds.
   void CancelAt(Clock::time_point at);
   void Cancel() { CancelAt(Clock::now()); }
   // Not cancelled again (a token reused for the next call).
   void Reset() { at_ns_.store(kNever, std::memory_order_relaxed); }
   bool cancelled() const;
+  // Cancelled because the parent is (the caller gave up), not this token's time.
+  bool parent_cancelled() const { return parent_ != nullptr && parent_->cancelled(); }
 
  private:
   static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  const CancelToken* const parent_ = nullptr;
   std::atomic<int64_t> at_ns_{kNever};  // steady clock, ns since its epoch
 };
 

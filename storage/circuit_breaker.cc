@@ -8,6 +8,14 @@ namespace stampfs {
 CircuitBreaker::CircuitBreaker(BreakerPolicy policy, NowFn now)
     : policy_(policy), now_(now ? std::move(now) : NowFn(Clock::now)) {}
 
+namespace {
+thread_local bool t_short_probe = false;
+}  // namespace
+
+ShortProbe::ShortProbe() : previous_(t_short_probe) { t_short_probe = true; }
+ShortProbe::~ShortProbe() { t_short_probe = previous_; }
+bool ShortProbe::Current() { return t_short_probe; }
+
 CircuitBreaker::Gate CircuitBreaker::Enter() {
   if (!open()) return Gate::kPass;
   std::lock_guard<std::mutex> lock(mu_);

@@ -10,7 +10,10 @@
 //   connections, or 45 s of a service that accepts connections and never
 //   answers). A failure that a retry repaired opens nothing, so a network
 //   blip shorter than the retries fails no call. HTTP error statuses (a 503
-//   is an answer) and cancelled requests never open it.
+//   is an answer) never open it. A cancelled request opens it only when it
+//   had little to send (64 KiB) and no answer for `probe_timeout` or more:
+//   callers that give up early (interrupts, offline revalidations) would
+//   otherwise each wait on a service that is away.
 // - Open: a request fails at once with kTransport (it was not sent). Once
 //   `probe_interval` has passed since the last probe, and never while another
 //   probe is out, the next request first sends a probe, an unsigned GET of
@@ -62,6 +65,7 @@ class CircuitBreaker {
   void Unreachable(const Status& last);
 
   bool open() const { return open_.load(std::memory_order_relaxed); }
+  Clock::time_point now() const { return now_(); }
   // The failure of a request failed fast ("GET blob.get").
   Status FailFast(const std::string& what) const;
   const BreakerPolicy& policy() const { return policy_; }
@@ -75,6 +79,23 @@ class CircuitBreaker {
   Clock::time_point next_probe_;  // GUARDED_BY(mu_)
   bool probing_ = false;          // GUARDED_BY(mu_)
   Status last_;                   // GUARDED_BY(mu_): what opened it, or the latest since
+};
+
+// While alive, a probe this thread's requests send waits at most
+// kShortProbe: the caller has an answer of its own (a cached copy,
+// fs/namespace/offline.h) and would rather give it than wait a probe's
+// whole timeout. A service that is back answers a probe well within that.
+class ShortProbe {
+ public:
+  static constexpr std::chrono::milliseconds kShortProbe{500};
+  ShortProbe();
+  ~ShortProbe();
+  ShortProbe(const ShortProbe&) = delete;
+  ShortProbe& operator=(const ShortProbe&) = delete;
+  static bool Current();
+
+ private:
+  bool previous_;
 };
 
 // A breaker for a client of one endpoint; null when `policy` is not enabled.

@@ -252,12 +252,27 @@ Status RetryingHttpClient::PassBreaker(const HttpRequest& request, const char* k
   probe.method = "GET";
   probe.url = EndpointRoot(request.url);
   g_requests.probes.Add();
-  Result<HttpResponse> answer = transport_->Send(probe, breaker_->policy().probe_timeout);
+  std::chrono::milliseconds wait = breaker_->policy().probe_timeout;
+  if (ShortProbe::Current()) wait = std::min(wait, ShortProbe::kShortProbe);
+  Result<HttpResponse> answer = transport_->Send(probe, wait);
   breaker_->Probed(answer.ok());
   if (answer.ok()) return Status::Ok();
   if (answer.status().Is(Code::kCancelled)) return answer.status();
   g_requests.failed_fast.Add();
   return breaker_->FailFast(what);
+}
+
+// A cancelled request with little to send and no answer for as long as a
+// probe waits tells as much as a timeout (storage/circuit_breaker.h).
+void RetryingHttpClient::NoteCancelled(const HttpRequest& sent,
+                                       std::chrono::steady_clock::duration waited) {
+  constexpr size_t kSmallBody = 64 * 1024;
+  if (sent.body.size > kSmallBody || waited < breaker_->policy().probe_timeout) return;
+  breaker_->Unreachable(Status(
+      Code::kTimeout,
+      sent.method + " " + RequestKind(sent) + ": no answer for " +
+          std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()) +
+          " ms before the caller gave up"));
 }
 
 Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const RequestSigner& sign,
@@ -305,6 +320,7 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
     g_requests.bytes_up.Add(copy.body.size);
     if (attempt > 1) g_requests.retries.Add();
     sent = true;
+    const auto sent_at = breaker_ ? breaker_->now() : CircuitBreaker::Clock::time_point{};
     last = transport_->Send(copy, std::min(policy_.attempt_timeout, left));
 
     milliseconds retry_after(-1);
@@ -315,7 +331,10 @@ Result<HttpResponse> RetryingHttpClient::Execute(HttpRequest request, const Requ
       if (!ShouldResend(last, resend)) return last;
       retry_after = RetryAfter(*last);
     } else {
-      if (last.status().Is(Code::kCancelled)) return last;
+      if (last.status().Is(Code::kCancelled)) {
+        if (breaker_ && !delivered) NoteCancelled(copy, breaker_->now() - sent_at);
+        return last;
+      }
       g_requests.failed.Add();
       // A stream that got bytes is resumed by its caller, not restarted; the
       // service answered, so the breaker stays closed.

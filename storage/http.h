@@ -148,6 +148,7 @@ class RetryingHttpClient {
  private:
   // OK to send; else why not (failed fast, or cancelled during the probe).
   Status PassBreaker(const HttpRequest& request, const char* kind);
+  void NoteCancelled(const HttpRequest& sent, std::chrono::steady_clock::duration waited);
 
   std::shared_ptr<HttpTransport> transport_;
   RetryPolicy policy_;

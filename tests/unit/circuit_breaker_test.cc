@@ -235,5 +235,45 @@ TEST(BreakerInHttpClient, CancelledRequestsOpenNothing) {
   EXPECT_FALSE(c.breaker->open());
 }
 
+TEST(BreakerInHttpClient, ACancelledRequestLeftUnansweredAsLongAsAProbeOpensIt) {
+  Client c({Answer(200)});
+  CancelToken token;
+  ScopedCancelToken current(&token);
+  // Given up after 1.9 s without an answer: the service may just be slow.
+  c.transport->script = {Cancelled("GET")};
+  c.transport->on_send = [&] { c.clock.now += milliseconds(1900); };
+  EXPECT_EQ(c.Get().status().code(), Code::kCancelled);
+  EXPECT_FALSE(c.breaker->open());
+  // After 2 s (the probe's timeout) without one: as good as a timeout.
+  c.transport->on_send = [&] { c.clock.now += milliseconds(2000); };
+  EXPECT_EQ(c.Get().status().code(), Code::kCancelled);
+  EXPECT_TRUE(c.breaker->open()) << "the next request probes first";
+  EXPECT_EQ(c.Get().status().code(), Code::kTransport) << "failed fast, unsent";
+  // A large upload may take that long to send: no sign of an outage.
+  c.breaker->Answered();
+  HttpRequest put;
+  put.method = "PUT";
+  put.url = "http://127.0.0.1:10000/devstoreaccount1/c/b";
+  put.body = HttpBody::FromString(std::string(256 * 1024, 'x'));
+  EXPECT_EQ(c.http.Execute(put, {}).status().code(), Code::kCancelled);
+  EXPECT_FALSE(c.breaker->open());
+}
+
+TEST(BreakerInHttpClient, ACallerWithACachedAnswerProbesBriefly) {
+  Client c({Refused()});
+  EXPECT_FALSE(c.Get().ok());
+  c.transport->timeouts.clear();
+  c.transport->script = {Status(Code::kTimeout, "probe: no answer")};
+  c.clock.now += milliseconds(250);  // a probe is due
+  {
+    ShortProbe cached;
+    EXPECT_EQ(c.Get().status().code(), Code::kTransport);
+  }
+  c.clock.now += milliseconds(250);
+  EXPECT_EQ(c.Get().status().code(), Code::kTransport);
+  EXPECT_EQ(c.transport->timeouts,
+            (std::vector<milliseconds>{milliseconds(500), milliseconds(2000)}));
+}
+
 }  // namespace
 }  // namespace stampfs
