@@ -369,6 +369,7 @@ int Mount(const std::vector<std::string>& args) {
   nso.container = o.container;
   nso.table = o.table;
   nso.ttl_ms = static_cast<int64_t>(o.attr_timeout * 1000);
+  nso.offline_after_ms = std::max<int64_t>(100, static_cast<int64_t>(o.offline_after * 1000));
   nso.read_only = o.read_only;
   nso.can_delete = can_delete;
   nso.dir_markers = o.dir_markers;

@@ -63,7 +63,7 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
   if (auto it = kStrings.find(key); it != kStrings.end()) {
     o->*(it->second) = value;
   } else if (key == "attr_timeout" || key == "shutdown_timeout" || key == "discover" ||
-             key == "token_refresh_margin") {
+             key == "token_refresh_margin" || key == "offline_after") {
     const double limit = key == "shutdown_timeout" ? 3600 : 86400;
     char* end = nullptr;
     double v = std::strtod(value.c_str(), &end);
@@ -74,6 +74,7 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
     }
     (key == "attr_timeout"           ? o->attr_timeout
      : key == "discover"             ? o->discover
+     : key == "offline_after"        ? o->offline_after
      : key == "token_refresh_margin" ? o->token_refresh_margin
                                      : o->shutdown_timeout) = v;
   } else if (key == "auth") {
@@ -392,6 +393,8 @@ command line.
   -o ro                       read-only mount
   -o allow_other              let other users access the mount
   -o attr_timeout=SECONDS     trust cached metadata this long (default 2)
+  -o offline_after=SECONDS    a revalidation of cached metadata not answered this long
+                              keeps the cached copy in use (default 5)
   -o cache_dir=PATH           local cache (default ~/.cache/stampfs/ACCOUNT/CONTAINER,
                               /var/cache/stampfs/ACCOUNT/CONTAINER for root)
   -o cache_size=SIZE          block cache cap, e.g. 512M, 4G (default 1G, at least 16M);

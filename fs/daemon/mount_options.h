@@ -25,6 +25,7 @@ struct MountOptions {
   bool read_only = false;
   bool allow_other = false;
   double attr_timeout = 2.0;  // seconds: metadata trusted this long, then revalidated
+  double offline_after = 5.0;  // seconds a revalidation waits before the cached copy serves
   std::string cache_dir;      // default: DefaultCacheDir(account, container)
   std::string table;          // default: DefaultTableName(container)
   std::optional<uint32_t> uid;

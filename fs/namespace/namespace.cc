@@ -13,6 +13,7 @@
 #include "fs/namespace/hard_links.h"
 #include "fs/base/log.h"
 #include "fs/namespace/names.h"
+#include "fs/namespace/offline.h"
 #include "fs/namespace/table_scan.h"
 #include "storage/table_keys.h"
 
@@ -98,6 +99,10 @@ Status Namespace::InitTables() {
   auto r = table_.Insert(t, dot);
   table_requests += 3;
   if (!r.ok() && !r.status().Is(Code::kAlreadyExists)) return r.status();
+  if (r.ok() && cache_) {  // as read back (the root's attributes answer offline too)
+    dot.etag = *r;
+    cache_->PutEntry(dot, NowMs()).PermitUnchecked();
+  }
   return Status::Ok();
 }
 
@@ -136,6 +141,13 @@ Result<Entity> Namespace::FetchDot(const std::string& pk, uint64_t* ticket) {
   return table_.Get(options_.table, pk, kDotRowKey);
 }
 
+Result<Entity> Namespace::RevalidateDot(const std::string& pk, uint64_t* ticket) {
+  RevalidationDeadline deadline(std::chrono::milliseconds(options_.offline_after_ms));
+  auto dot = FetchDot(pk, ticket);
+  if (!dot.ok()) return deadline.Outcome(dot.status());
+  return dot;
+}
+
 namespace {
 bool IsDirEntity(const Entity& e) { return (e.GetInt64("mode") & S_IFMT) == S_IFDIR; }
 }  // namespace
@@ -162,10 +174,15 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path,
     if (gen && gen->complete) {
       bool fresh = NowMs() - gen->validated_ms < options_.ttl_ms;
       if (!fresh) {
-        auto current = FetchDot(pk);
-        STAMPFS_RETURN_IF_ERROR(current);
-        dot = *current;
-        fresh = ConfirmedBy(pk, &*gen, *dot, ticket);
+        auto current = RevalidateDot(pk, nullptr);
+        if (NoAnswer(current.status())) {
+          CountOfflineServed();
+          fresh = true;
+        } else {
+          STAMPFS_RETURN_IF_ERROR(current);
+          dot = *current;
+          fresh = ConfirmedBy(pk, &*gen, *dot, ticket);
+        }
       }
       if (fresh) {
         std::vector<Entity> out;
@@ -286,13 +303,16 @@ Result<Entity> Namespace::FetchStoredEntry(const std::string& dir_path, const st
       // changed, names go back to point queries (and a listing once enough
       // are asked for) rather than a relisting per lookup.
       uint64_t ticket = 0;
-      auto dot = FetchDot(pk, &ticket);
+      auto dot = RevalidateDot(pk, &ticket);
       if (dot.status().Is(Code::kNotFound)) {
         cache_->DropPartition(pk).PermitUnchecked();
         return Status(Code::kNotFound, JoinPath(dir_path, name));
       }
-      STAMPFS_RETURN_IF_ERROR(dot);
-      if (!ConfirmedBy(pk, &*gen, *dot, ticket)) {
+      if (NoAnswer(dot.status())) {
+        CountOfflineServed();
+      } else if (!dot.ok()) {
+        return dot.status();
+      } else if (!ConfirmedBy(pk, &*gen, *dot, ticket)) {
         cache_->InvalidateListing(pk).PermitUnchecked();
         gen.reset();
         ce.reset();
@@ -303,6 +323,12 @@ Result<Entity> Namespace::FetchStoredEntry(const std::string& dir_path, const st
       return ce->entity;
     }
     if (ce && NowMs() - ce->fetched_ms < options_.ttl_ms) return ce->entity;
+    // A stale entry is kept when the service gives no answer (offline.h).
+    auto offline = [&](const Status& s) {
+      if (!ce || !NoAnswer(s)) return false;
+      CountOfflineServed();
+      return true;
+    };
     if (ShouldList(pk)) {
       auto listed = FetchListing(dir_path, kListPageBudget);
       ListedOrTooLarge(pk, listed.status().Is(Code::kTooLarge));
@@ -314,8 +340,20 @@ Result<Entity> Namespace::FetchStoredEntry(const std::string& dir_path, const st
       if (listed.status().Is(Code::kNotFound)) {
         return Status(Code::kNotFound, JoinPath(dir_path, name));
       }
+      if (offline(listed.status())) return ce->entity;
       if (!listed.status().Is(Code::kTooLarge)) return listed.status();
     }
+    Result<Entity> r = Status(Code::kInternal, "not read");
+    if (ce) {
+      RevalidationDeadline deadline(std::chrono::milliseconds(options_.offline_after_ms));
+      r = GetRow(pk, rk);
+      if (!r.ok()) r = deadline.Outcome(r.status());
+    } else {
+      r = GetRow(pk, rk);
+    }
+    if (r.status().Is(Code::kNotFound)) return Status(Code::kNotFound, JoinPath(dir_path, name));
+    if (!r.ok() && offline(r.status())) return ce->entity;
+    return r;
   }
   auto r = GetRow(pk, rk);
   if (r.status().Is(Code::kNotFound)) return Status(Code::kNotFound, JoinPath(dir_path, name));
@@ -340,16 +378,21 @@ Result<Entity> Namespace::FetchRootDot(bool fresh) {
   const std::string pk = PartitionKeyForDirectory("/");
   std::optional<DirectoryGeneration> gen;
   if (cache_) gen = cache_->GetGeneration(pk);
+  std::optional<Entity> cached;
   if (cache_ && !fresh) {
     auto ce = cache_->GetEntry(pk, kDotRowKey);
     const bool listed = gen && gen->complete && NowMs() - gen->validated_ms < options_.ttl_ms;
-    if (ce && ce->entity.properties.count("ino") &&
-        (listed || NowMs() - ce->fetched_ms < options_.ttl_ms)) {
-      return ce->entity;
+    if (ce && ce->entity.properties.count("ino")) {
+      if (listed || NowMs() - ce->fetched_ms < options_.ttl_ms) return ce->entity;
+      cached = ce->entity;
     }
   }
   uint64_t ticket = 0;
-  auto dot = FetchDot(pk, &ticket);
+  auto dot = cached ? RevalidateDot(pk, &ticket) : FetchDot(pk, &ticket);
+  if (cached && NoAnswer(dot.status())) {
+    CountOfflineServed();
+    return *cached;
+  }
   STAMPFS_RETURN_IF_ERROR(dot);
   if (cache_) {
     CacheDot(*dot, ticket);

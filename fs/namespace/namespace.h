@@ -65,6 +65,9 @@ struct NamespaceOptions {
   std::string container;
   std::string table;
   int64_t ttl_ms = 1000;  // trust cached metadata this long, then revalidate
+  // A revalidation the service has not answered this long keeps the cached
+  // copy in use (fs/namespace/offline.h).
+  int64_t offline_after_ms = 5000;
   bool read_only = false;
   // False when the credentials cannot delete (a SAS without 'd'): unlink,
   // rmdir and rename, which delete blobs or rows, are refused up front
@@ -368,6 +371,9 @@ class Namespace {
   // The "." row from the table; *ticket: the metadata cache's ReadTicket
   // taken before the request (for storing what it read).
   Result<Entity> FetchDot(const std::string& pk, uint64_t* ticket = nullptr);
+  // FetchDot to revalidate a cached copy: NoAnswer (offline.h) within
+  // offline_after_ms means "keep the cached copy".
+  Result<Entity> RevalidateDot(const std::string& pk, uint64_t* ticket);
   Result<Entity> FetchRootDot(bool fresh);
   // What a directory's own partition says about it: the time its names last
   // changed ("touched" on its "." row) and how many subdirectories it holds.
@@ -384,7 +390,8 @@ class Namespace {
   };
   // On the cached "." row only (never written to the table): its subdirectories.
   static constexpr const char* kSubdirsProperty = "cachedSubdirs";
-  std::optional<DirSummary> CachedDirSummary(const std::string& pk);
+  // `any_age`: also past the TTL (offline).
+  std::optional<DirSummary> CachedDirSummary(const std::string& pk, bool any_age = false);
   void CacheDot(Entity dot, uint64_t ticket);
   Result<DirSummary> FetchDirSummary(const std::string& path);
   Result<DirSummary> QueryDirSummary(const std::string& path);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "fs/namespace/namespace.h"
+#include "fs/namespace/offline.h"
 #include "storage/table_keys.h"
 
 namespace stampfs {
@@ -22,14 +23,15 @@ constexpr const char* kSubdirsFilter =
     " and (RowKey eq '.' or (mode ge 16384L and mode le 20479L))";  // S_IFDIR | 0..07777
 }  // namespace
 
-std::optional<Namespace::DirSummary> Namespace::CachedDirSummary(const std::string& pk) {
+std::optional<Namespace::DirSummary> Namespace::CachedDirSummary(const std::string& pk,
+                                                                 bool any_age) {
   if (!cache_) return std::nullopt;
   auto dot = cache_->GetEntry(pk, kDotRowKey);
   if (!dot || !dot->entity.Has(kSubdirsProperty)) return std::nullopt;
   auto gen = cache_->GetGeneration(pk);
   const bool listed = gen && gen->complete && gen->dot_etag == dot->entity.etag &&
                       NowMs() - gen->validated_ms < options_.ttl_ms;
-  if (!listed && NowMs() - dot->fetched_ms >= options_.ttl_ms) return std::nullopt;
+  if (!any_age && !listed && NowMs() - dot->fetched_ms >= options_.ttl_ms) return std::nullopt;
   DirSummary s;
   s.touched = dot->entity.GetInt64("touched");
   s.subdirs = static_cast<uint64_t>(dot->entity.GetInt64(kSubdirsProperty));
@@ -51,11 +53,19 @@ Result<Namespace::DirSummary> Namespace::FetchDirSummary(const std::string& path
   const std::string pk = PartitionKeyForDirectory(path);
   if (auto s = CachedDirSummary(pk)) return *s;
   if (!cache_) return QueryDirSummary(path);
+  // Offline (offline.h), what is cached of the partition answers, stale.
+  std::optional<DirSummary> stale = CachedDirSummary(pk, true);
+  auto offline = [&](const Status& s) {
+    if (!stale || !NoAnswer(s)) return false;
+    CountOfflineServed();
+    return true;
+  };
   auto gen = cache_->GetGeneration(pk);
   if (gen && gen->complete) {
     // One "." read revalidates a stale listing and the count with it.
     uint64_t ticket = 0;
-    auto dot = FetchDot(pk, &ticket);
+    auto dot = stale ? RevalidateDot(pk, &ticket) : FetchDot(pk, &ticket);
+    if (!dot.ok() && offline(dot.status())) return *stale;
     STAMPFS_RETURN_IF_ERROR(dot);
     if (ConfirmedBy(pk, &*gen, *dot, ticket)) {
       CacheDot(*dot, ticket);
@@ -78,11 +88,17 @@ Result<Namespace::DirSummary> Namespace::FetchDirSummary(const std::string& path
     ListedOrTooLarge(pk, too_large);
     if (listed.ok()) {
       if (auto s = CachedDirSummary(pk)) return *s;
+    } else if (offline(listed.status())) {
+      return *stale;
     } else if (!too_large) {
       return listed.status();
     }
   }
-  return QueryDirSummary(path);
+  if (!stale) return QueryDirSummary(path);
+  RevalidationDeadline deadline(std::chrono::milliseconds(options_.offline_after_ms));
+  auto queried = QueryDirSummary(path);
+  if (!queried.ok() && offline(deadline.Outcome(queried.status()))) return *stale;
+  return queried;
 }
 
 // The "." row and the subdirectory entries only: one page for most directories.
@@ -123,6 +139,12 @@ Result<Attr> Namespace::WithDirectoryAttrs(const std::string& path, Attr attr) {
   // No "." row: an unfinished mkdir or rmdir, or a directory another mount
   // is renaming away; its entry is all there is.
   if (s.status().Is(Code::kNotFound)) return attr;
+  // Offline with nothing cached of the partition: the entry's own times and
+  // link count (offline.h).
+  if (NoAnswer(s.status())) {
+    CountOfflineServed();
+    return attr;
+  }
   STAMPFS_RETURN_IF_ERROR(s);
   DirSummary summary = *s;
   // This mount's files created here and not committed yet (commit=async)

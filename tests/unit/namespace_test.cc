@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "fs/fuse/errno_map.h"
 #include "fs/namespace/inode_table.h"
 #include "fs/namespace/names.h"
+#include "storage/cancel.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
 
@@ -364,6 +366,73 @@ TEST_F(NamespaceTest, ADotRowPastTheFirstPageIsReadBeforeTheListing) {
   ASSERT_TRUE(a.ns->Create(d, "-late", 0644, 0, 0).ok());
   now_ms_ += 1001;
   EXPECT_EQ(b.ns->ReadDir(seen)->size(), 1002u) << "the recorded '.' ETag was current";
+}
+
+// Issue 27, defect 4: with the service away, what the cache holds answers
+// past the TTL (stat, lookups, listings, a create in a cached directory);
+// what it does not hold fails, and so does a read before a conditional write.
+TEST_F(NamespaceTest, OfflineTheCacheAnswersPastItsTtl) {
+  Mount a = NewMount();
+  const uint64_t d = DirWithFiles(a, 3, "f");
+  Mount b = NewMount();  // knows nothing of /d
+  ASSERT_EQ(a.ns->ReadDir(d)->size(), 3u);
+  ASSERT_TRUE(a.ns->Lookup(d, "f1").ok());
+  now_ms_ += 5000;
+  plan_->FailAlways(RequestTimeout());
+
+  auto root = a.ns->GetAttr(kRootIno);
+  EXPECT_TRUE(root.ok()) << root.status().ToString();
+  auto dir = a.ns->Lookup(kRootIno, "d");
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  EXPECT_TRUE(a.ns->GetAttr(d).ok());
+  auto listed = a.ns->ReadDir(d);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(listed->size(), 3u);
+  EXPECT_TRUE(a.ns->Lookup(d, "f1").ok());
+  EXPECT_TRUE(a.ns->Lookup(d, "absent").status().Is(Code::kNotFound)) << "a complete listing";
+  auto made = a.ns->Create(d, "new", 0644, 0, 0, true);
+  EXPECT_TRUE(made.ok()) << made.status().ToString();
+
+  EXPECT_TRUE(b.ns->Lookup(kRootIno, "d").status().Is(Code::kTimeout)) << "nothing cached";
+  EXPECT_TRUE(a.ns->Unlink(d, "f2").status().Is(Code::kTimeout)) << "needs the table";
+  plan_->Clear();
+}
+
+// A revalidation the service does not answer gives up after offline_after_ms
+// (5 s by default), not the request's own deadline, and the cache answers.
+TEST_F(NamespaceTest, ARevalidationWaitsOfflineAfterThenTheCacheAnswers) {
+  Mount a = NewMount();
+  const uint64_t d = DirWithFiles(a, 1, "f");
+  ASSERT_EQ(a.ns->ReadDir(d)->size(), 1u);
+  now_ms_ += 5000;
+  // A service that never answers; the transport gives up when cancelled.
+  plan_->SetInjector([](const std::string&, int) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!CurrentlyCancelled() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return CurrentlyCancelled() ? Cancelled("get") : RequestTimeout();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto listed = a.ns->ReadDir(d);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  plan_->Clear();
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(listed->size(), 1u);
+  EXPECT_GE(waited, std::chrono::milliseconds(4900));
+  EXPECT_LT(waited, std::chrono::seconds(10));
+
+  // An interrupt of the caller stays an interrupt (EINTR), not "offline".
+  now_ms_ += 5000;
+  plan_->SetInjector([](const std::string&, int) {
+    while (!CurrentlyCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return Cancelled("get");
+  });
+  CancelToken interrupt;
+  interrupt.CancelAt(CancelToken::Clock::now() + std::chrono::milliseconds(100));
+  ScopedCancelToken scoped(&interrupt);
+  EXPECT_TRUE(a.ns->ReadDir(d).status().Is(Code::kCancelled));
+  plan_->Clear();
 }
 
 TEST_F(NamespaceTest, ManyLookupsInAnUnlistedDirectoryListItOnce) {
