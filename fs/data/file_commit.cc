@@ -74,8 +74,12 @@ Status FileData::CommitLocked(const FilePtr& fp, Lock& lock) {
   while (f.busy) f.cv.wait(lock);
   if (!f.loaded || !f.dirty) return Status::Ok();
   f.busy = true;
+  f.committing_size = f.size;
+  f.committing_mtime_ns = f.mtime_ns;
+  f.committing = true;
   WaitIdle(f, lock);
   Status s = CommitBusy(fp, lock);
+  f.committing = false;
   f.busy = false;
   f.cv.notify_all();
   return s;
@@ -192,13 +196,18 @@ Status FileData::NewCommitId(OpenFile& f) {
 // The id of this file's commit the blob holds (0: no blob, or not one of
 // ours), and the blob's ETag in *etag.
 Result<uint64_t> FileData::OwnCommitStored(const OpenFile& f, std::string* etag) {
+  return CommitIdAt(f.blob, f.commit_ids, etag);
+}
+
+Result<uint64_t> FileData::CommitIdAt(const std::string& blob, const std::vector<uint64_t>& ids,
+                                      std::string* etag) {
   blob_requests_++;
-  auto props = blobs_.GetProperties(options_.container, f.blob);
+  auto props = blobs_.GetProperties(options_.container, blob);
   if (props.status().Is(Code::kNotFound)) return uint64_t{0};
   STAMPFS_RETURN_IF_ERROR(props);
   auto it = props->metadata.find(kCommitIdMetadata);
   if (it == props->metadata.end()) return uint64_t{0};
-  for (uint64_t id : f.commit_ids) {
+  for (uint64_t id : ids) {
     if (CommitIdText(id) == it->second) {
       *etag = props->etag;
       return id;
@@ -488,6 +497,11 @@ void FileData::Unstage(OpenFile& f) {
 // another writer's version is there). Staged blocks belong to the old name.
 bool FileData::Moved(OpenFile& f, const FileState& st) {
   if (!f.base_etag.empty() && !IsCopyOf(st, f.base_etag)) return false;
+  // A new file renamed while its sends went unanswered: one may have landed
+  // at the old name.
+  if (f.base_etag.empty() && !f.commit_ids.empty() && !f.blob.empty() && f.blob != st.blob) {
+    LeftUnanswered(f.blob, f.commit_ids);
+  }
   Unstage(f);
   f.blob = st.blob;
   if (!f.base_etag.empty()) f.base_etag = st.blob_etag;

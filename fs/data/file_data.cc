@@ -378,7 +378,16 @@ bool FileData::OverrideAttr(uint64_t ino, Attr* attr) {
   // kernel's i_size after a later write (O_APPEND offsets come from it).
   FilePtr f = Find(ino);
   if (f) {
-    std::lock_guard<std::mutex> lock(f->mu);
+    std::unique_lock<std::mutex> lock(f->mu, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      if (f->committing) {  // not waiting for the commit's sends
+        attr->size = f->committing_size;
+        attr->mtime_ns = f->committing_mtime_ns;
+        attr->ctime_ns = std::max<int64_t>(attr->ctime_ns, attr->mtime_ns);
+        return true;
+      }
+      lock.lock();
+    }
     if (f->loaded) {
       attr->size = f->size;
       attr->mtime_ns = f->mtime_ns;

@@ -284,6 +284,12 @@ class FileData {
     bool entity_stale = false;  // committed, but the entry merge failed
     int64_t merged_ctime = 0;   // ctime of this mount's last entry merge (0 = none)
     bool busy = false;          // a commit or truncate runs: writers and readers wait
+    // A commit holds `mu` while it sends (for a whole request deadline when
+    // the service is away): the size and mtime as it began, for attribute
+    // answers that must not wait for it (OverrideAttr). Valid while set.
+    std::atomic<bool> committing{false};
+    std::atomic<uint64_t> committing_size{0};
+    std::atomic<int64_t> committing_mtime_ns{0};
     bool served = false;        // data of this version reached a reader or writer
     std::set<uint64_t> fetching;
     std::set<uint64_t> uploading;
@@ -336,6 +342,19 @@ class FileData {
   // Deletes `version` of `blob` (ambiguous answers resolved by reading it).
   void DeleteVersion(const std::string& blob, const std::string& version);
   void DeleteOrphan(const std::string& blob, const Condition& cond);
+  // A new file's sends to `blob` whose answers were lost (commit ids `ids`)
+  // may have landed, and the file left that name (renamed while pending, or
+  // unlinked) while the service could not say: the blob is read once it
+  // answers, and deleted (If-Match) when it carries one of the ids. Kept in
+  // memory only: after a crash, fsck reports such a blob (blob-without-entry).
+  void LeftUnanswered(const std::string& blob, std::vector<uint64_t> ids);
+  // Resolves what LeftUnanswered noted (at most once a second unless
+  // `now`); returns how many are still open.
+  size_t SweepUnanswered(bool now = false);
+  // The id of `ids` the blob's current version carries (0: none, or no
+  // blob), and that version's ETag.
+  Result<uint64_t> CommitIdAt(const std::string& blob, const std::vector<uint64_t>& ids,
+                              std::string* etag);
   // A hard-linked file's blob moved to another name's path while open here
   // (Namespace::MoveLinkBlob), and its name is about to go, so a read can no
   // longer find the copy (Reread): the open file follows `st`'s copy now.
@@ -426,6 +445,14 @@ class FileData {
   // rename. replace_mu_ is taken last: nothing is locked under it.
   std::mutex replace_mu_;
   std::multiset<uint64_t> replacing_;  // GUARDED_BY(replace_mu_)
+  // LeftUnanswered's notes; unanswered_mu_ is taken last.
+  struct UnansweredSends {
+    std::string blob;
+    std::vector<uint64_t> ids;
+  };
+  std::mutex unanswered_mu_;
+  std::vector<UnansweredSends> unanswered_;  // GUARDED_BY(unanswered_mu_)
+  int64_t unanswered_swept_ms_ = 0;          // GUARDED_BY(unanswered_mu_)
   bool Replacing(uint64_t ino);
   RecentVersions recent_;  // files closed lately: version and committed attributes
   std::atomic<uint64_t> blob_requests_{0};

@@ -108,6 +108,7 @@ void FileData::RunScheduler() {
 }
 
 size_t FileData::CommitDue() {
+  SweepUnanswered();
   std::vector<uint64_t> due;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);

@@ -138,6 +138,7 @@ size_t FileData::CommitAll(std::chrono::milliseconds budget) {
   if (!commits_) {
     size_t left = 0;
     for (const FilePtr& fp : files) left += commit_one(fp) ? 0 : 1;
+    SweepUnanswered(true);
     return left + CommitDeferredAll(deadline);
   }
   // In parallel on the pipeline's threads (their entry changes share batches).
@@ -159,6 +160,7 @@ size_t FileData::CommitAll(std::chrono::milliseconds budget) {
     std::unique_lock<std::mutex> lock(tally.mu);
     tally.cv.wait(lock, [&] { return tally.done == files.size(); });
   }
+  SweepUnanswered(true);
   return tally.left + CommitDeferredAll(deadline);
 }
 

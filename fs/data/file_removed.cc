@@ -66,17 +66,18 @@ void FileData::Unlinked(uint64_t ino, const std::string& blob, const std::string
   if (FilePtr f = Find(ino)) {
     Lock lock(f->mu);
     if (f->loaded && version.empty() && f->blob == blob) version = f->base_etag;
-    if (f->loaded && version.empty() && !f->commit_ids.empty() &&
-        (blob.empty() || f->blob == blob)) {
-      // A new file (its pending name comes without a blob) whose sends did
-      // not say whether they landed (an outage): the blob at its name is its
-      // own when it carries one of its ids.
+    if (f->loaded && !f->commit_ids.empty() && (blob.empty() || f->blob == blob)) {
+      // Sends that did not say whether they landed (an outage): the blob at
+      // its name is this file's when it carries one of its ids, whatever
+      // version the entry names (a new file's pending name names none).
       while (f->busy) f->cv.wait(lock);
       std::string stored;
       auto own = OwnCommitStored(*f, &stored);
       if (own.ok() && *own != 0) {
         version = stored;
         name = f->blob;
+      } else if (!own.ok()) {
+        LeftUnanswered(f->blob, f->commit_ids);
       }
     }
     // Open here: it lives on in the cache alone, so its blob goes now and a
@@ -180,6 +181,37 @@ void FileData::DeleteBlobWhenUnused(uint64_t ino, const std::string& blob, const
   }
   DeleteOrphan(blob, cond);
   if (inode_record) ns_.DropInodeRecord(ino);
+}
+
+void FileData::LeftUnanswered(const std::string& blob, std::vector<uint64_t> ids) {
+  std::lock_guard<std::mutex> lock(unanswered_mu_);
+  unanswered_.push_back({blob, std::move(ids)});
+}
+
+size_t FileData::SweepUnanswered(bool now) {
+  std::vector<UnansweredSends> todo;
+  {
+    std::lock_guard<std::mutex> lock(unanswered_mu_);
+    if (unanswered_.empty()) return 0;
+    if (!now && NowMs() - unanswered_swept_ms_ < 1000) return unanswered_.size();
+    unanswered_swept_ms_ = NowMs();
+    todo.swap(unanswered_);
+  }
+  std::vector<UnansweredSends> open;
+  for (UnansweredSends& u : todo) {
+    std::string etag;
+    auto own = CommitIdAt(u.blob, u.ids, &etag);
+    if (!own.ok()) {
+      open.push_back(std::move(u));
+    } else if (*own != 0) {
+      LogInfo(u.blob + ": a send of a file that left this name landed unanswered; deleting it");
+      DeleteVersion(u.blob, etag);
+    }
+  }
+  std::lock_guard<std::mutex> lock(unanswered_mu_);
+  unanswered_.insert(unanswered_.end(), std::make_move_iterator(open.begin()),
+                     std::make_move_iterator(open.end()));
+  return unanswered_.size();
 }
 
 void FileData::DeleteOrphan(const std::string& blob, const Condition& cond) {

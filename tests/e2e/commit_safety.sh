@@ -15,15 +15,16 @@
 #    directory; a shell loop writes 100 4 KiB files into it (a burst), then
 #    drop_caches runs, and Azurite stays frozen for about 60 s in all (past
 #    the 45 s request deadline, so queued commits time out and are retried).
-#    Every close of the burst must return 0. (COMMIT_SAFETY_LATE=N adds a
-#    writer of N more files, one every 2 s, past the attribute TTL: those
-#    block on the frozen table today, issue 27 defect 4, open.) After SIGCONT the queue must drain, unmount succeed and
+#    Every close of the burst must return 0, and so must the writes of a
+#    writer that goes on past the attribute TTL (COMMIT_SAFETY_LATE files, one
+#    every 2 s), and `ls`, `stat` and `cat` of cached entries then answer from
+#    the cache within seconds. After SIGCONT the queue must drain, unmount succeed and
 #    say nothing stayed behind in the journal, and a mount with a new cache
 #    dir show every acknowledged file with its exact content, no conflict
 #    copies, fsck exit 0. (Before the fix: queued commits that timed out were
 #    taken for conflicts and left the queue; the files were only in the
-#    writing mount's journal or in conflict copies, and writes past the TTL
-#    blocked 45 s, then failed with EIO.)
+#    writing mount's journal or in conflict copies; writes past the TTL
+#    blocked 45 s on a table read of the root, then failed with EIO.)
 #
 # Both scenarios run on an Azurite of this script's own (in memory, ports
 # 31100-31102: the SIGSTOP must not freeze other tests running in parallel),
@@ -36,6 +37,7 @@
 #   COMMIT_SAFETY_FILES=N (default 100): files per directory in A, files written in B
 #   COMMIT_SAFETY_FREEZE=SECONDS (default 60): how long Azurite stays frozen in B
 #   COMMIT_SAFETY_ATTR_TIMEOUT=SECONDS (default 10): attr_timeout of B's writing mount
+#   COMMIT_SAFETY_LATE=N (default 8): B's writes past that TTL
 # shellcheck source-path=SCRIPTDIR
 # shellcheck disable=SC2317
 set -u
@@ -182,9 +184,7 @@ if [[ ${E2E_KEEP:-0} != 1 ]]; then
 fi
 
 # ============================================================================
-# Writes after the writing mount's attribute TTL wait on the frozen table
-# (issue 27, defect 4, open): off unless COMMIT_SAFETY_LATE asks for them.
-NLATE=${COMMIT_SAFETY_LATE:-0}
+NLATE=${COMMIT_SAFETY_LATE:-8}
 section "B: $NFILES + $NLATE writes while Azurite is frozen for ${FREEZE}s (default mount: commit=async)"
 E2E_CONTAINER=$CONTAINER_BASE-b
 failed_before=$(failed_so_far)
@@ -229,10 +229,22 @@ write() {
 for i in $(seq -w 1 "$NFILES"); do write "w$i"; done
 echo "  (the burst of $NFILES writes ended at t=$((SECONDS - t_freeze)) s of the freeze)"
 drop_caches
+# Past the TTL, the cache answers: a listing, a stat, a read of cached data.
+while ((SECONDS - t_freeze < ATTR_B + 1)); do sleep 1; done
+offline_reads() {
+  local n
+  n=$(timeout -s KILL 20 ls "$M/d" | wc -l) && ((n == NFILES + 1)) &&
+    timeout -s KILL 20 stat "$M/d/w$(printf %0${#NFILES}d 1)" >/dev/null &&
+    [[ $(timeout -s KILL 20 cat "$M/d/before") == before ]]
+}
+t_reads=$(ms_now)
+check "B: past the TTL, ls, stat and cat of cached entries answer while frozen" offline_reads
+echo "  (they took $(($(ms_now) - t_reads)) ms in all)"
 for i in $(seq -w 1 "$NLATE"); do
   write "late$i"
   sleep 2
 done
+awk '$1 ~ /^late/' "$E2E_TMP/writes-b" | tr '\n' ' ' | sed 's/^/  (late writes: /; s/$/)\n/'
 total=$((NFILES + NLATE))
 acked=$(wc -l <"$E2E_TMP/acked-b")
 echo "  ($acked of $total writes returned 0 within $((SECONDS - t_freeze)) s;" \

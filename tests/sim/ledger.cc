@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include "fs/namespace/inode_table.h"
 #include "fs/namespace/names.h"
 #include "tests/sim/model.h"
 
@@ -18,6 +19,13 @@ View& Ledger::Load(int mount, uint64_t ino, const Snapshot& now, bool fresh) {
     v.ino = ino;
     const ObservedEntry* e = fresh ? nullptr : now.Ino(ino);
     v.base = e ? ContentOf(*e) : "";
+    if (e && S_ISREG(e->mode) && e->betag.empty()) {
+      // An entry naming no version, with a blob at its name: a first commit
+      // whose entry merge was lost (an outage). A writable open adopts it
+      // (FileData::Validate) and works on top of it.
+      auto blob = now.blobs.find(e->blob.empty() ? BlobNameFor(e->path) : e->blob);
+      if (blob != now.blobs.end() && HeldByAnyView(ino, blob->second)) v.base = blob->second;
+    }
     v.data = v.base;
   }
   return v;
@@ -158,12 +166,21 @@ bool Ledger::Explained(int actor, uint64_t ino, const std::string& prev, const s
       }
     }
   }
-  if (v == nullptr) return false;
-  const bool content_ok = v->uncertain || v->tainted || v->data == now;
-  const bool base_ok = v->base == prev || v->own.count(prev) > 0;
-  if (!content_ok || !base_ok) return false;
-  v->own.insert(now);
-  return true;
+  auto explains = [&](View* view, bool exact) {
+    const bool content_ok = view->data == now || (!exact && (view->uncertain || view->tainted));
+    const bool base_ok = view->base == prev || view->own.count(prev) > 0;
+    if (!content_ok || !base_ok) return false;
+    view->own.insert(now);
+    return true;
+  };
+  if (v != nullptr && explains(v, false)) return true;
+  // Another mount's commit whose blob landed with its answer lost (an
+  // outage), its entry merge done by the actor's access (Adopt): exactly
+  // that mount's content, on the version it was based on.
+  for (auto& [key, view] : views_) {
+    if (key.first != actor && key.second == ino && explains(&view, true)) return true;
+  }
+  return false;
 }
 
 void Ledger::CheckLandings(const Snapshot& before, const Snapshot& after, int actor, int step,
