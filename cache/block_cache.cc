@@ -494,6 +494,7 @@ BlockCacheStats BlockCache::Stats() {
   stats.uncommitted = uncommitted_;
   stats.files = files_.size();
   stats.evicted = evicted_;
+  stats.journal_syncs = journal_syncs_;
   return stats;
 }
 
@@ -510,6 +511,7 @@ Status BlockCache::SetJournal(int64_t id, const JournalRecord& record, bool dura
   if (f == nullptr) return Status(Code::kNotFound, "cache file " + std::to_string(id));
   STAMPFS_RETURN_IF_ERROR(index_->SetJournal(id, record, durable));
   f->info.journal = record;
+  if (durable) journal_syncs_++;
   return Status::Ok();
 }
 

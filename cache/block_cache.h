@@ -53,6 +53,7 @@ struct BlockCacheStats {
   uint64_t uncommitted = 0;  // of which dirty or staged
   uint64_t files = 0;
   uint64_t evicted = 0;  // bytes evicted since open
+  uint64_t journal_syncs = 0;  // durable journal writes since open (SetJournal)
 };
 
 class BlockCache {
@@ -185,6 +186,7 @@ class BlockCache {
   uint64_t blocks_ = 0;
   uint64_t uncommitted_ = 0;
   uint64_t evicted_ = 0;
+  uint64_t journal_syncs_ = 0;
   int64_t clock_ = 0;  // access counter
 };
 

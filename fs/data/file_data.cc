@@ -261,7 +261,13 @@ Status FileData::Flush(uint64_t ino) {
   // still being written): the journal row follows the data, the last
   // release makes it durable and queues the commit.
   if (!f->dirty || f->busy || f->NameRemoved()) return Status::Ok();
-  return Journal(*f);
+  // Durable before close(2) returns (docs/semantics.md): the release that
+  // queues the file comes after, and a power cut between them lost the data.
+  if (f->synced_edits != f->edits) STAMPFS_RETURN_IF_ERROR(Journal(*f, true));
+  lock.unlock();
+  // close(2) waits for this answer (not for the release that queues the
+  // file): the queue's bound holds the writer back here.
+  return WaitForRoom();
 }
 
 Status FileData::Sync(uint64_t ino) {
@@ -290,13 +296,12 @@ Status FileData::Release(uint64_t ino) {
     return Status::Ok();
   }
   if (options_.async_commit && f->dirty && !f->NameRemoved()) {
-    // Durable here (a kill -9 or a power loss keeps it), committed later.
-    Status journaled = Journal(*f, true);
+    // Durable here (a kill -9 or a power loss keeps it), committed later;
+    // a flush made the same data durable already (close(2)).
+    Status journaled = Journal(*f, f->synced_edits != f->edits);
     if (journaled.ok()) {
       f->refs--;
       Enqueue(ino, options_.commit_delay_ms);
-      lock.unlock();
-      WaitForRoom();
       return Status::Ok();
     }
     LogWarning(f->path + ": journaling at close failed (" + journaled.ToString() +
@@ -445,6 +450,7 @@ Status FileData::Journal(OpenFile& f, bool durable) {
   STAMPFS_RETURN_IF_ERROR(cache_.SetJournal(f.cache_id, r, durable));
   f.journaled = true;
   f.journaled_size = f.size;
+  if (durable) f.synced_edits = f.edits;
   return Status::Ok();
 }
 

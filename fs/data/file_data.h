@@ -223,6 +223,12 @@ class FileData {
   uint64_t JournaledFiles() { return cache_.Journaled().size(); }
 
   bool async() const { return options_.async_commit; }
+  // commit=async: while the commit queue holds max_queued files (each keeps
+  // its cache file open), a new file (create) and a close of a written one
+  // (flush) wait here for the pipeline to make room, where the kernel waits
+  // for the answer: writers are slowed, never failed for the bound. An
+  // interrupt of the caller ends the wait (kCancelled).
+  Status WaitForRoom();
   uint64_t blob_requests() const { return blob_requests_; }
 
  private:
@@ -275,6 +281,9 @@ class FileData {
     // (~0: no id names the content, as after a replay: a journaled id may
     // name content written over since.)
     uint64_t edits = 0;
+    // `edits` as of the last durable journal write (~0: none): the release
+    // after a flush that made the data durable need not sync again.
+    uint64_t synced_edits = ~uint64_t{0};
     uint64_t id_edits = ~uint64_t{0};
     bool dirty = false;  // differs from the committed version
     uint64_t written = 0;        // bytes written or truncated since the last commit
@@ -391,7 +400,6 @@ class FileData {
   // file_pipeline.cc: the async commit queue.
   void Enqueue(uint64_t ino, int64_t delay_ms);
   void Dequeue(uint64_t ino);
-  void WaitForRoom();
   void RunScheduler();
   void CommitDeferredQueued(uint64_t ino);
   size_t CommitDeferredAll(std::chrono::steady_clock::time_point deadline);

@@ -21,6 +21,7 @@
 
 #include "fs/base/log.h"
 #include "fs/data/file_data.h"
+#include "storage/cancel.h"
 #include "storage/stats.h"
 
 namespace stampfs {
@@ -73,13 +74,16 @@ void FileData::Dequeue(uint64_t ino) {
   queue_cv_.notify_all();
 }
 
-// A close beyond max_queued waits until the pipeline made room: writers
-// wait, they never fail for the journal's bound.
-void FileData::WaitForRoom() {
+Status FileData::WaitForRoom() {
+  if (!async() || options_.commit_threads == 0) return Status::Ok();  // (tests pump by hand)
   std::unique_lock<std::mutex> lock(queue_mu_);
-  if (queued_.size() < options_.max_queued || options_.commit_threads == 0) return;
-  LogInfo("commit queue full (" + std::to_string(queued_.size()) + " files): close waits");
-  queue_cv_.wait(lock, [&] { return stopping_ || queued_.size() < options_.max_queued; });
+  if (queued_.size() < options_.max_queued) return Status::Ok();
+  LogInfo("commit queue full (" + std::to_string(queued_.size()) + " files): writers wait");
+  while (!stopping_ && queued_.size() >= options_.max_queued) {
+    if (CurrentlyCancelled()) return Cancelled("waiting for room in the commit queue");
+    queue_cv_.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  return Status::Ok();
 }
 
 void FileData::RunScheduler() {

@@ -298,6 +298,8 @@ void OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   // with commit=async only on this mount: across mounts the later commit
   // finds the name taken and becomes a conflict copy (docs/semantics.md).
   const bool deferred = !(fi->flags & O_EXCL) || c.data->async();
+  // A new file will keep a cache file open until committed: room first.
+  if (Status room = c.data->WaitForRoom(); !room.ok()) return ReplyError(req, room, "create");
   auto attr = c.ns->Create(parent, name, mode, who->uid, who->gid, deferred);
   bool created = attr.ok();
   if (attr.status().Is(Code::kAlreadyExists) && !(fi->flags & O_EXCL)) {
@@ -305,7 +307,13 @@ void OnCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   }
   if (!attr.ok()) return ReplyError(req, attr.status(), "create");
   auto opened = c.data->Open(attr->ino, OpenFlagsOf(fi->flags, created));
-  if (!opened.ok()) return ReplyError(req, opened.status(), "create");
+  if (!opened.ok()) {
+    // A create that fails leaves no name behind.
+    if (created) {
+      if (auto gone = c.ns->Unlink(parent, name); gone.ok()) c.data->Unlinked(*gone);
+    }
+    return ReplyError(req, opened.status(), "create");
+  }
   fi->fh = opened->handle;
   fi->direct_io = (fi->flags & O_APPEND) ? 1 : 0;
   fuse_entry_param e = EntryFor(req, *attr);

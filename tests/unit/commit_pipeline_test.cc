@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "fs/data/file_data.h"
+#include "storage/cancel.h"
 #include "storage/fakes.h"
 #include "storage/table_keys.h"
 #include "tests/unit/file_data_fixture.h"
@@ -432,6 +433,64 @@ TEST_F(CommitPipelineTest, AReplayDeletesALandedSendOfACreateWhoseNameIsNowASyml
   ASSERT_TRUE(list.ok());
   ASSERT_EQ(list->blobs.size(), 1u) << "the data went to a copy";
   EXPECT_EQ(Blob(list->blobs[0].name), Pattern(500, 16));
+}
+
+// Issue 27, defect 9: close(2) returns after FLUSH; RELEASE, which queues
+// the file, comes later. The data and its journal row are synced at the
+// flush, so a power cut between close and release loses nothing; the
+// release then has nothing new to sync.
+TEST_F(CommitPipelineTest, CloseMakesTheDataDurableBeforeItReturns) {
+  Mount m = NewMount("a");
+  auto attr = m.ns->Create(kRootIno, "f", 0644, 0, 0, true);
+  ASSERT_TRUE(attr.ok());
+  ASSERT_TRUE(m.data->Open(attr->ino, OpenFlags{true, true, true}).ok());
+  Write(m, attr->ino, "acknowledged", 0);
+  const uint64_t before = m.blocks->Stats().journal_syncs;
+  ASSERT_TRUE(m.data->Flush(attr->ino).ok());
+  EXPECT_EQ(m.blocks->Stats().journal_syncs, before + 1) << "synced when close returns";
+  ASSERT_TRUE(m.data->Flush(attr->ino).ok());  // a dup'd descriptor closed: nothing new
+  ASSERT_TRUE(m.data->Release(attr->ino).ok());
+  EXPECT_EQ(m.blocks->Stats().journal_syncs, before + 1) << "no second sync";
+  ASSERT_EQ(m.blocks->Journaled().size(), 1u);
+  EXPECT_EQ(m.blocks->Journaled()[0].journal->size, 12u);
+}
+
+// Issue 27, defect 3: the queue's bound holds writers back where the kernel
+// waits for the answer: at the flush of close(2) (the release that queues
+// the file comes after close returned) and at a create; an interrupt ends
+// the wait. Before, the wait was at the release: tar was never slowed, and
+// files piled up beyond the bound, each with a cache file open (EMFILE, EIO).
+TEST_F(CommitPipelineTest, AFullQueueHoldsCloseAndCreateBackNotRelease) {
+  max_queued_ = 2;
+  Mount m = PipelineMount(2, 0);
+  plan_->FailAlways(RequestTimeout(), "Put");  // nothing commits: the queue stays full
+  Redirect(m, kRootIno, "a", "aaa");
+  Redirect(m, kRootIno, "b", "bbb");
+  ASSERT_EQ(m.data->Pipeline().queued, 2u);
+
+  auto c = m.ns->Create(kRootIno, "c", 0644, 0, 0, true);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(m.data->Open(c->ino, OpenFlags{true, true, true}).ok());
+  Write(m, c->ino, "ccc", 0);
+  std::atomic<bool> flushed{false};
+  std::thread closer([&] {
+    EXPECT_TRUE(m.data->Flush(c->ino).ok());
+    flushed = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(flushed) << "close waits while the queue is full";
+  {
+    CancelToken interrupt;
+    interrupt.Cancel();
+    ScopedCancelToken scoped(&interrupt);
+    EXPECT_TRUE(m.data->WaitForRoom().Is(Code::kCancelled)) << "a create's wait, interrupted";
+  }
+  plan_->Clear();  // the service answers: the queue drains
+  closer.join();
+  EXPECT_TRUE(flushed);
+  ASSERT_TRUE(m.data->Release(c->ino).ok());  // queues it, without waiting
+  ASSERT_TRUE(m.data->SyncAll().ok());
+  EXPECT_EQ(Blob("c"), "ccc");
 }
 
 // Issue 27, defect 1: a real conflict whose copy cannot be saved (the table

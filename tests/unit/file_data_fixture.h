@@ -102,6 +102,7 @@ class FileDataTest : public ::testing::Test {
     fo.async_commit = async_threads_ >= 0;
     fo.commit_threads = std::max(async_threads_, 0);
     fo.commit_delay_ms = commit_delay_ms_;
+    fo.max_queued = max_queued_;
     m.data = std::make_unique<FileData>(*m.ns, *blobs_, *m.blocks, fo);
     return m;
   }
@@ -202,6 +203,7 @@ class FileDataTest : public ::testing::Test {
   // (0: none, the test runs CommitDue).
   int async_threads_ = -1;
   int64_t commit_delay_ms_ = 500;
+  size_t max_queued_ = 4096;  // the commit queue's bound
   int64_t now_ms_ = 0;  // added to the namespaces' clock (TTLs)
   std::shared_ptr<FaultPlan> plan_;
   std::unique_ptr<TableStore> raw_table_ = MakeFakeTableStore();
