@@ -78,7 +78,12 @@ Status FileData::CommitLocked(const FilePtr& fp, Lock& lock) {
   f.committing_mtime_ns = f.mtime_ns;
   f.committing = true;
   WaitIdle(f, lock);
-  Status s = CommitBusy(fp, lock);
+  Status s;
+  for (int round = 0; round < 3; ++round) {
+    f.resend = false;
+    s = CommitBusy(fp, lock);
+    if (!f.resend) break;
+  }
   f.committing = false;
   f.busy = false;
   f.cv.notify_all();
@@ -224,7 +229,17 @@ Result<uint64_t> FileData::CommitIdAt(const std::string& blob, const std::vector
 // REQUIRES: `lock` holds fp->mu; fp->busy.
 Status FileData::CommittedNew(const FilePtr& fp, Lock& lock, const std::string& etag) {
   OpenFile& f = *fp;
-  auto inserted = ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, "", f.layout.base());
+  auto inserted = ns_.CommitFile(f.ino, f.size, f.mtime_ns, etag, "", f.layout.base(), f.blob);
+  if (inserted.status().Is(Code::kStale)) {
+    // Renamed while the data was sent (git's config.lock -> config): the
+    // version just written belongs to no entry; the commit goes again, to
+    // the new name (CommitLocked).
+    LogDebug(f.path + ": " + inserted.status().message());
+    blob_requests_++;
+    blobs_.Delete(options_.container, f.blob, Condition::IfMatch(etag)).PermitUnchecked();
+    f.resend = true;
+    return inserted.status();
+  }
   if (inserted.status().Is(Code::kAlreadyExists) || inserted.status().Is(Code::kNotFound)) {
     // The name is another's, or its directory gone.
     blob_requests_++;

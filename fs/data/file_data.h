@@ -297,6 +297,7 @@ class FileData {
     // the service is away): the size and mtime as it began, for attribute
     // answers that must not wait for it (OverrideAttr). Valid while set.
     std::atomic<bool> committing{false};
+    bool resend = false;  // a new file renamed while its commit sent: send again
     std::atomic<uint64_t> committing_size{0};
     std::atomic<int64_t> committing_mtime_ns{0};
     bool served = false;        // data of this version reached a reader or writer

@@ -262,9 +262,11 @@ class Namespace {
   // its layout when not 0) merged into the entry. `prev_etag`: the blob ETag
   // the commit replaced ("" for a new blob). When another writer's newer
   // version is committed already, the entry is left to it (and returned).
+  // `sent_to`: the blob the data was written to; a deferred create renamed
+  // since (its pending entry names another blob) is not inserted: kStale.
   Result<Attr> CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns,
                           const std::string& blob_etag, const std::string& prev_etag,
-                          uint64_t block_size = 0);
+                          uint64_t block_size = 0, const std::string& sent_to = "");
   void Pin(uint64_t ino) { inodes_.Pin(ino); }
   // This mount removed the inode's name (unlink, a rename over it, a pending
   // create abandoned): not a change another mount made.
@@ -488,9 +490,10 @@ class Namespace {
   int64_t PendingCreatedIn(const std::string& pk);
   Result<Entity> InsertPending(uint64_t ino, std::unique_lock<std::mutex>& lock);
   void WaitNotInFlight(uint64_t ino, std::unique_lock<std::mutex>& lock);
+  // `sent_to` (not empty): kStale unless the pending entry names that blob.
   std::optional<Result<Entity>> ChangePending(uint64_t ino,
                                               const std::function<Status(Entity*)>& change,
-                                              bool insert);
+                                              bool insert, const std::string& sent_to = "");
   std::optional<FileState> DropPending(const std::string& pk, const std::string& rk,
                                        const std::string& path);
   Status MaterializePending();

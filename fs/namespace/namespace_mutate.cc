@@ -410,7 +410,7 @@ Result<FileState> Namespace::GetFile(uint64_t ino, bool fresh) {
 // one version over a blob holding another).
 Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns,
                                    const std::string& blob_etag, const std::string& prev_etag,
-                                   uint64_t block_size) {
+                                   uint64_t block_size, const std::string& sent_to) {
   std::optional<Entity> superseded;
   auto apply = [&](Entity* entity) -> Status {
     const std::string* current = entity->GetString("betag");
@@ -439,7 +439,7 @@ Result<Attr> Namespace::CommitFile(uint64_t ino, uint64_t size, int64_t mtime_ns
     return Status::Ok();
   };
   // A deferred create's first commit inserts its entry.
-  auto pending = ChangePending(ino, apply, true);
+  auto pending = ChangePending(ino, apply, true, sent_to);
   auto e = pending ? *pending : MergeEntry(ino, apply);
   if (superseded) return AttrFromEntity(*superseded);
   STAMPFS_RETURN_IF_ERROR(e);

@@ -178,11 +178,24 @@ void Namespace::WaitNotInFlight(uint64_t ino, std::unique_lock<std::mutex>& lock
 // pending. With `insert`, the changed entry is inserted at once.
 std::optional<Result<Entity>> Namespace::ChangePending(uint64_t ino,
                                                        const std::function<Status(Entity*)>& change,
-                                                       bool insert) {
+                                                       bool insert, const std::string& sent_to) {
   std::unique_lock<std::mutex> lock(pending_mu_);
   WaitNotInFlight(ino, lock);
   auto it = pending_.find(ino);
   if (it == pending_.end()) return std::nullopt;
+  if (!sent_to.empty()) {
+    // Renamed (in memory) while the data was sent: that blob is no entry's.
+    const Entity& e = it->second.entry;
+    const std::string* named = e.GetString("blob");
+    auto name = NameOfEntry(e);
+    const std::string at = named && !named->empty() ? *named
+                           : name.ok() ? BlobNameFor(JoinPath(it->second.dir_path, *name))
+                                       : std::string();
+    if (at != sent_to) {
+      return Result<Entity>(
+          Status(Code::kStale, "renamed to " + at + " while its data was sent to " + sent_to));
+    }
+  }
   Entity changed = it->second.entry;
   Status s = change(&changed);
   if (!s.ok()) return Result<Entity>(s);

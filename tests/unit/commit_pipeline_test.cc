@@ -435,6 +435,36 @@ TEST_F(CommitPipelineTest, AReplayDeletesALandedSendOfACreateWhoseNameIsNowASyml
   EXPECT_EQ(Blob(list->blobs[0].name), Pattern(500, 16));
 }
 
+// A new file renamed while its first commit sends (git writes config.lock,
+// then renames it over config; tests/e2e/slow_tools.sh): the blob was put at
+// the old name and the entry inserted at the new one, naming that version,
+// so the new name's blob was missing and the old one belonged to no entry.
+TEST_F(CommitPipelineTest, ANewFileRenamedWhileItsFirstCommitSendsEndsAtTheNewName) {
+  Mount m = NewMount("a");
+  Redirect(m, kRootIno, "config.lock", "[core]\n");
+  bool renamed = false;
+  plan_->SetInjector([&](const std::string& op, int) {
+    if (op == "Put" && !renamed) {
+      renamed = true;  // the send is under way: git's rename comes now
+      auto r = m.ns->Rename(kRootIno, "config.lock", kRootIno, "config", 0);
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+    }
+    return Status::Ok();
+  });
+  Advance(600);
+  m.data->CommitDue();
+  plan_->Clear();
+  Advance(60000);
+  m.data->CommitDue();
+  Advance(2000);
+  m.data->CommitDue();
+  ASSERT_TRUE(renamed);
+  EXPECT_EQ(m.data->Pipeline().queued, 0u);
+  EXPECT_EQ(Blob("config"), "[core]\n");
+  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "config.lock").status().Is(Code::kNotFound))
+      << "no blob left at the old name";
+}
+
 // Issue 27, defect 9: close(2) returns after FLUSH; RELEASE, which queues
 // the file, comes later. The data and its journal row are synced at the
 // flush, so a power cut between close and release loses nothing; the
