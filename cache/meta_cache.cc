@@ -17,7 +17,7 @@ namespace {
 // ---------------------------------------------------------------------------
 // Schema and statements.
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 constexpr int kBusyTimeoutMs = 5000;
 
 // Migrations[v] takes a database from user_version v to v + 1.
@@ -28,6 +28,7 @@ constexpr const char* kMigrations[kSchemaVersion] = {
     " complete INTEGER, validated_ms INTEGER);",
     "CREATE TABLE IF NOT EXISTS deferred_attrs(ino INTEGER PRIMARY KEY, parent TEXT,"
     " name TEXT, change TEXT, ctime_ns INTEGER);",
+    "CREATE TABLE IF NOT EXISTS mkdirs(ino INTEGER PRIMARY KEY, path TEXT);",
 };
 
 enum Stmt {
@@ -44,6 +45,9 @@ enum Stmt {
   kPutDeferred,
   kEraseDeferred,
   kListDeferred,
+  kPutMkdir,
+  kEraseMkdir,
+  kListMkdirs,
   kBegin,
   kCommit,
   kRollback,
@@ -67,6 +71,9 @@ constexpr const char* kSql[kStmtCount] = {
     " VALUES(?1, ?2, ?3, ?4, ?5)",
     "DELETE FROM deferred_attrs WHERE ino = ?1",
     "SELECT ino, parent, name, change, ctime_ns FROM deferred_attrs ORDER BY ino",
+    "INSERT OR REPLACE INTO mkdirs(ino, path) VALUES(?1, ?2)",
+    "DELETE FROM mkdirs WHERE ino = ?1",
+    "SELECT ino, path FROM mkdirs ORDER BY ino",
     "BEGIN IMMEDIATE",
     "COMMIT",
     "ROLLBACK",
@@ -447,6 +454,29 @@ std::vector<DeferredAttrsRow> MetaCache::ListDeferredAttrs() {
   while (q.Step() == SQLITE_ROW) {
     out.push_back({static_cast<uint64_t>(q.Int(0)), q.Bytes(1), q.Bytes(2), q.Bytes(3), q.Int(4)});
   }
+  return out;
+}
+
+Status MetaCache::PutMkdir(uint64_t ino, const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Use(db_, stmts_->s[kPutMkdir])
+      .Int(1, static_cast<int64_t>(ino))
+      .Text(2, path)
+      .Run("metadata cache: put mkdir");
+}
+
+Status MetaCache::EraseMkdir(uint64_t ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Use(db_, stmts_->s[kEraseMkdir])
+      .Int(1, static_cast<int64_t>(ino))
+      .Run("metadata cache: erase mkdir");
+}
+
+std::vector<std::pair<uint64_t, std::string>> MetaCache::ListMkdirs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<uint64_t, std::string>> out;
+  Use q(db_, stmts_->s[kListMkdirs]);
+  while (q.Step() == SQLITE_ROW) out.emplace_back(static_cast<uint64_t>(q.Int(0)), q.Bytes(1));
   return out;
 }
 

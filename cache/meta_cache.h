@@ -104,6 +104,14 @@ class MetaCache {
   Status EraseDeferredAttrs(uint64_t ino);
   std::vector<DeferredAttrsRow> ListDeferredAttrs();
 
+  // mkdirs under way (Namespace::Mkdir): the new directory's inode and path,
+  // from before its "." row is written until its entry is (or the row is
+  // gone again). A row left by a crash names a "." row to check at the next
+  // mount (Namespace::FinishMkdirs). Survives a kill -9 (WAL), not a power cut.
+  Status PutMkdir(uint64_t ino, const std::string& path);
+  Status EraseMkdir(uint64_t ino);
+  std::vector<std::pair<uint64_t, std::string>> ListMkdirs();
+
  private:
   struct Statements;  // prepared statements, one per operation (meta_cache.cc)
 

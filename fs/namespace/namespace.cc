@@ -75,6 +75,7 @@ Status Namespace::InitTables() {
   auto root = FetchDot(PartitionKeyForDirectory("/"));
   if (root.ok()) {
     if (cache_) cache_->PutEntry(*root, NowMs()).PermitUnchecked();
+    FinishMkdirs();
     return Status::Ok();
   }
   if (!root.status().Is(Code::kNotFound)) return root.status().WithContext("table " + t);

@@ -156,6 +156,9 @@ class Namespace {
   // read-write mount then rolls forward the unfinished renames that crashed
   // mounts left (RollForwardIntents(false)).
   Status Init();
+  // Settles the mkdirs a crash of the last mount on this cache interrupted
+  // (their "." rows without an entry); run by Init before serving.
+  void FinishMkdirs();
   // Takes a range of inode numbers now (a mount about to serve writes), so
   // the first creates do not wait for ~fs/ino-counter.
   Status ReserveInoRange();

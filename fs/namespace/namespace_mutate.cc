@@ -66,6 +66,12 @@ Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t
   STAMPFS_RETURN_IF_ERROR(loc);
   auto ino = AllocateIno();
   STAMPFS_RETURN_IF_ERROR(ino);
+  // Until its outcome is settled, a crash leaves the "." row to the next
+  // mount (FinishMkdirs); `settled` erases the note.
+  if (cache_) cache_->PutMkdir(*ino, loc->path).PermitUnchecked();
+  const auto settled = [&] {
+    if (cache_) cache_->EraseMkdir(*ino).PermitUnchecked();
+  };
   // Step 1: the new directory's "." row. One already there without an entry
   // in the parent is an unfinished mkdir: adopt it.
   Entity dot = DotRow(loc->path, *ino);
@@ -75,7 +81,10 @@ Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t
   if (!inserted.ok()) {
     if (!inserted.status().Is(Code::kAlreadyExists)) return inserted.status();
     auto existing = FetchEntry(loc->parent_path, name, true);
-    if (existing.ok()) return Status(Code::kAlreadyExists, loc->path);
+    if (existing.ok()) {
+      settled();
+      return Status(Code::kAlreadyExists, loc->path);
+    }
     table_requests++;
     inserted = table_.Update(options_.table, dot, UpdateMode::kReplace, Condition::None());
     STAMPFS_RETURN_IF_ERROR(inserted);
@@ -88,11 +97,13 @@ Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t
     // The name is a file, or the parent vanished: our "." row must not stay.
     if (!adopted) {
       table_requests++;
-      table_.Delete(options_.table, dot.partition_key, kDotRowKey, Condition::IfMatch(*inserted))
-          .PermitUnchecked();
+      Status gone = table_.Delete(options_.table, dot.partition_key, kDotRowKey,
+                                  Condition::IfMatch(*inserted));
+      if (gone.ok() || gone.Is(Code::kNotFound) || gone.Is(Code::kPreconditionFailed)) settled();
     }
     return r.status();
   }
+  settled();
   if (cache_) {
     // Known empty: its own "." row is the whole listing (no subdirectories).
     Entity listed = dot;
@@ -106,6 +117,46 @@ Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t
       LogWarning("mkdir " + loc->path + ": directory marker not written: " + m.ToString());
   }
   return r;
+}
+
+// Mkdirs a crash (kill -9) interrupted, noted in the metadata cache: a "."
+// row carrying the mkdir's inode, with no entry of that inode naming it and
+// nothing else in its partition, is deleted (If-Match); anything else is
+// left as it is (fsck reports what is wrong). An outcome that cannot be read
+// now stays noted for the next mount.
+void Namespace::FinishMkdirs() {
+  if (!cache_ || options_.read_only) return;
+  for (const auto& [ino, path] : cache_->ListMkdirs()) {
+    auto entry = FetchEntry(ParentPath(path), BaseName(path), true, false);
+    if (entry.ok() && static_cast<uint64_t>(entry->GetInt64("ino")) == ino) {
+      cache_->EraseMkdir(ino).PermitUnchecked();  // it finished
+      continue;
+    }
+    if (!entry.ok() && !entry.status().Is(Code::kNotFound)) continue;
+    const std::string pk = PartitionKeyForDirectory(path);
+    table_requests++;
+    auto dot = table_.Get(options_.table, pk, kDotRowKey);
+    if (!dot.ok() && !dot.status().Is(Code::kNotFound)) continue;
+    if (dot.ok() && static_cast<uint64_t>(dot->GetInt64("ino")) == ino) {
+      QueryOptions q;
+      q.filter = FilterPartition(pk);
+      q.top = 2;
+      table_requests++;
+      auto page = table_.QueryPage(options_.table, q, "", "");
+      if (!page.ok()) continue;
+      if (page->entities.size() > 1) {
+        LogWarning("mkdir " + path + " was interrupted, and its partition holds entries: " +
+                   "left to stampfs fsck");
+      } else {
+        table_requests++;
+        Status s = table_.Delete(options_.table, pk, kDotRowKey, Condition::IfMatch(dot->etag));
+        if (!s.ok() && !s.Is(Code::kNotFound) && !s.Is(Code::kPreconditionFailed)) continue;
+        if (cache_) cache_->DropPartition(pk).PermitUnchecked();
+        LogInfo("mkdir " + path + " was interrupted (a crash): its \".\" row is removed");
+      }
+    }
+    cache_->EraseMkdir(ino).PermitUnchecked();
+  }
 }
 
 Status Namespace::Rmdir(uint64_t parent, const std::string& name) {

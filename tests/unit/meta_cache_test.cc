@@ -426,11 +426,12 @@ TEST(MetaCache, FileIsInWalModeWithCurrentSchemaVersion) {
   const std::string path = dir.File("meta.db");
   ASSERT_NE(OpenOrDie(path), nullptr);
   EXPECT_EQ(RawQueryText(path, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(RawQueryText(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(RawQueryText(path, "PRAGMA user_version"), "3");
 }
 
 // A cache written by a build of schema 1 keeps its entries and gains the
-// table of deferred directory attribute changes.
+// tables of deferred directory attribute changes (2) and of mkdirs under
+// way (3).
 TEST(MetaCache, ASchemaOneCacheIsMigratedKeepingItsEntries) {
   TempDir dir;
   const std::string path = dir.File("meta.db");
@@ -446,7 +447,12 @@ TEST(MetaCache, ASchemaOneCacheIsMigratedKeepingItsEntries) {
   auto gen = cache->GetGeneration("d");
   ASSERT_TRUE(gen.has_value());
   EXPECT_EQ(gen->dot_etag, "e1");
-  EXPECT_EQ(RawQueryText(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(RawQueryText(path, "PRAGMA user_version"), "3");
+  ASSERT_TRUE(cache->PutMkdir(9, "/a/new").ok());
+  ASSERT_TRUE(cache->PutMkdir(10, "/b").ok());
+  ASSERT_TRUE(cache->EraseMkdir(10).ok());
+  EXPECT_EQ(cache->ListMkdirs(),
+            (std::vector<std::pair<uint64_t, std::string>>{{9, "/a/new"}}));
   ASSERT_TRUE(cache->PutDeferredAttrs({7, "/a", "b", "m=493 ", 42}).ok());
   auto rows = cache->ListDeferredAttrs();
   ASSERT_EQ(rows.size(), 1u);
