@@ -34,10 +34,15 @@ export PROXY_LOGS
 PROXY_LOGS=$(mktemp -d "${TMPDIR:-/tmp}/stampfs-slow-tools-proxy.XXXXXX")
 PIDS=()
 start_proxy() {
+  local i
+  # (an earlier run's proxy goes a second after that run ends)
+  for i in $(seq 50); do
+    (: >"/dev/tcp/127.0.0.1/$1") 2>/dev/null || break
+    sleep 0.1
+  done
   "$PROXY" "$1" "127.0.0.1:$2" "$(awk -v r="$RTT" 'BEGIN { print r / 2 }')" \
     >"$PROXY_LOGS/$1.log" 2>&1 </dev/null &
   PIDS+=($!)
-  local i
   for i in $(seq 100); do
     grep -qs "127.0.0.1:$1 ->" "$PROXY_LOGS/$1.log" && return 0
     sleep 0.05
@@ -85,6 +90,7 @@ t0=$SECONDS
 E2E_TIMEOUT=600 check "git clone" git clone -q --no-hardlinks "$ROOT" "$M/repo"
 echo "  (clone took $((SECONDS - t0)) s; $(e2e_stat_value "$M" commits.queued) commits queued)"
 grep -E ' (warning|error): ' "$LOG" | head -n 10 | cut -c1-300 | sed 's/^/  log: /'
+echo "  ($(for k in requests.total requests.retries requests.failed requests.failed_fast metadata.offline_served conflicts; do printf '%s=%s ' "$k" "$(e2e_stat_value "$M" "$k")"; done))"
 check_eq "git status right after: clean" "" git -C "$M/repo" status --porcelain
 sync
 echo 2 >/proc/sys/vm/drop_caches 2>/dev/null || echo "  (drop_caches not writable: skipped)"
