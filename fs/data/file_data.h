@@ -361,6 +361,9 @@ class FileData {
   // Resolves what LeftUnanswered noted (at most once a second unless
   // `now`); returns how many are still open.
   size_t SweepUnanswered(bool now = false);
+  // Something is noted and a second has passed since the last sweep (the
+  // scheduler hands the sweep to a pipeline thread).
+  bool UnansweredDue();
   // The id of `ids` the blob's current version carries (0: none, or no
   // blob), and that version's ETag.
   Result<uint64_t> CommitIdAt(const std::string& blob, const std::vector<uint64_t>& ids,

@@ -107,6 +107,7 @@ void FileData::RunScheduler() {
       q.running = true;
       commits_->Submit([this, ino = ino] { CommitQueued(ino); });
     }
+    if (UnansweredDue()) commits_->Submit([this] { SweepUnanswered(); });
     queue_cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(1, next - now)));
   }
 }

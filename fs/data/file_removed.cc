@@ -188,6 +188,11 @@ void FileData::LeftUnanswered(const std::string& blob, std::vector<uint64_t> ids
   unanswered_.push_back({blob, std::move(ids)});
 }
 
+bool FileData::UnansweredDue() {
+  std::lock_guard<std::mutex> lock(unanswered_mu_);
+  return !unanswered_.empty() && NowMs() - unanswered_swept_ms_ >= 1000;
+}
+
 size_t FileData::SweepUnanswered(bool now) {
   std::vector<UnansweredSends> todo;
   {

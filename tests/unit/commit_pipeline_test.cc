@@ -371,6 +371,32 @@ TEST_F(CommitPipelineTest, ARenameAwayFromANewFilesSendThatLandedUnansweredDelet
       << "the landed send at the old name is no file's";
 }
 
+// The same with the pipeline's own threads: its scheduler sweeps the old
+// name once the service answers (no drain, no unmount needed).
+TEST_F(CommitPipelineTest, ThePipelineSweepsALandedSendLeftByARenameOnItsOwn) {
+  Mount m = PipelineMount(2, 0);
+  ASSERT_TRUE(m.ns->Mkdir(kRootIno, "warm", 0755, 0, 0).ok());  // inode numbers reserved
+  ASSERT_TRUE(m.ns->ReadDir(kRootIno).ok());
+  plan_->FailNth(1, RequestTimeout(), "Put", true);
+  plan_->FailAlways(RequestTimeout());
+  Redirect(m, kRootIno, "f", Pattern(500, 21));
+  for (int i = 0; i < 500 && m.data->Pipeline().retrying == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(m.data->Pipeline().retrying, 1u) << "the send landed unanswered; the commit waits";
+  auto renamed = m.ns->Rename(kRootIno, "f", kRootIno, "g", 0);
+  ASSERT_TRUE(renamed.ok()) << renamed.status().ToString();
+  plan_->Clear();
+  bool swept = false;
+  for (int i = 0; i < 1000 && !swept; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    swept = raw_blobs_->GetProperties(kContainer, "f").status().Is(Code::kNotFound) &&
+            raw_blobs_->GetProperties(kContainer, "g").ok();
+  }
+  EXPECT_TRUE(swept) << "within 10 s: g committed, f's landed send deleted";
+  EXPECT_EQ(Blob("g"), Pattern(500, 21));
+}
+
 // An unlink of such a file while the service is away cannot read whose the
 // blob is: it asks again once the service answers.
 TEST_F(CommitPipelineTest, AnUnlinkDuringTheOutageRemovesTheLandedSendOnceTheServiceAnswers) {
