@@ -185,9 +185,10 @@ class FileData {
   void BeforeRemoval(uint64_t ino);
   // Before rename(parent/name -> new_parent/new_name) (fs/fuse/fuse_ops.cc). With
   // async_commit, commits queued changes of what moves: a directory's files
-  // (all), the source (unless it is a create not committed yet, which moves
-  // in memory), a regular target; for an exchange both, new files included,
-  // so that no pipeline commit runs against the half-done exchange. Returns
+  // (all), the source (unless it is a create not committed yet renamed to a
+  // free name, which moves in memory), a regular target; for an exchange
+  // both, new files included, so that no pipeline commit runs against the
+  // half-done exchange or the rename's move of the source's row. Returns
   // the regular file the rename will replace (BeforeRemoval done), else 0.
   // Until RenameDone(that file), an open of it makes its data local at once
   // (as BeforeRemoval does for the opens before): the rename's copy

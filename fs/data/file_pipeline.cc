@@ -234,7 +234,8 @@ bool FileData::Pending(uint64_t ino) {
 
 // commit=async: a rename moves committed rows and blobs, so what is queued
 // under the source is committed first: a directory's whole queue, or the
-// file's own changes (a file not committed yet is renamed in memory). A
+// file's own changes (a file not committed yet is renamed in memory when
+// its new name is free; over another entry it is committed first). A
 // file the rename would replace: its queued changes are committed too (the
 // rename decides whether they are replaced), and while it is open its data
 // is made local before the copy overwrites its blob. An exchange removes
@@ -244,17 +245,20 @@ bool FileData::Pending(uint64_t ino) {
 // was being moved to (a conflict copy).
 uint64_t FileData::BeforeRename(uint64_t parent, const std::string& name, uint64_t new_parent,
                                 const std::string& new_name, bool exchange) {
-  const auto settle = [&](uint64_t ino) {
-    if (async() && (exchange || !ns_.IsPending(ino)) && Pending(ino)) Sync(ino).PermitUnchecked();
-  };
   auto src = ns_.Peek(parent, name);
   if (!src.ok()) return 0;  // the rename reports it
+  auto dst = ns_.Peek(new_parent, new_name);
+  // A new file moves in memory only to a free name; over an entry the
+  // rename inserts it and moves its row, which its own commit must not race.
+  const bool in_memory = !exchange && !dst.ok();
+  const auto settle = [&](uint64_t ino) {
+    if (async() && !(in_memory && ns_.IsPending(ino)) && Pending(ino)) Sync(ino).PermitUnchecked();
+  };
   if (async() && src->IsDir()) {
     SyncAll().PermitUnchecked();
   } else if (src->IsRegular()) {
     settle(src->ino);
   }
-  auto dst = ns_.Peek(new_parent, new_name);
   if (!dst.ok() || !dst->IsRegular() || dst->ino == src->ino) return 0;
   settle(dst->ino);
   if (exchange) return 0;

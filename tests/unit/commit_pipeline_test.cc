@@ -132,6 +132,53 @@ TEST_F(CommitPipelineTest, AnExchangeCommitsBothFilesFirstAndMakesNoConflictCopy
   EXPECT_EQ(ConflictCopies(m), 0);
 }
 
+// git writes .git/config as config.lock and renames it over config. A
+// rename over a table entry takes the table path: it inserted the new
+// file's entry without data (MaterializePending), and the file's queued
+// commit merged that entry while the rename held its ETag: 412, and git
+// failed (e2e slow_tools). The source is committed first, as for an exchange.
+TEST_F(CommitPipelineTest, ANewFileRenamedOverACommittedOneIsCommittedFirst) {
+  Mount m = NewMount("a");
+  Redirect(m, kRootIno, "config", "old");
+  Advance(600);
+  ASSERT_EQ(m.data->CommitDue(), 1u);
+  const uint64_t lock = Redirect(m, kRootIno, "config.lock", "new");
+  ASSERT_TRUE(m.ns->IsPending(lock));
+  EXPECT_NE(m.data->BeforeRename(kRootIno, "config.lock", kRootIno, "config", false), 0u);
+  EXPECT_FALSE(m.data->Pending(lock)) << "committed before the rename";
+  EXPECT_FALSE(m.ns->IsPending(lock));
+}
+
+// The same race with the pipeline's threads and a service 3 ms away, as the
+// FUSE adapter runs a rename (fs/fuse/fuse_ops.cc OnRename).
+TEST_F(CommitPipelineTest, GitsLockFileRenamesNeverRaceTheFilesOwnCommit) {
+  Mount m = PipelineMount(4, 1);
+  plan_->SetInjector([](const std::string&, int) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    return Status::Ok();
+  });
+  Redirect(m, kRootIno, "config", "v0");
+  for (int i = 1; i <= 40; ++i) {
+    const std::string content = "v" + std::to_string(i);
+    Redirect(m, kRootIno, "config.lock", content);
+    const uint64_t target =
+        m.data->BeforeRename(kRootIno, "config.lock", kRootIno, "config", false);
+    uint64_t moved = 0;
+    auto orphans = m.ns->Rename(kRootIno, "config.lock", kRootIno, "config", 0, &moved);
+    if (orphans.ok() && target != 0 && m.ns->RemovedHere(target)) m.data->Unlinked(target, "", "");
+    m.data->RenameDone(target);
+    ASSERT_TRUE(orphans.ok()) << "round " << i << ": " << orphans.status().ToString();
+    for (const std::string& blob : *orphans) m.data->DeleteBlobWhenUnused(0, blob);
+    if (moved != 0) m.data->Renamed(moved);
+    EXPECT_EQ(ReadFile(m, kRootIno, "config"), content);
+  }
+  ASSERT_TRUE(Eventually([&] { return m.data->Pipeline().queued == 0; }));
+  plan_->SetInjector(nullptr);
+  EXPECT_EQ(Blob("config"), "v40");
+  EXPECT_FALSE(raw_blobs_->ReadToString(kContainer, "config.lock").ok());
+  EXPECT_EQ(ConflictCopies(m), 0);
+}
+
 TEST_F(CommitPipelineTest, AFileRewrittenBeforeItsCommitIsUploadedOnce) {
   Mount m = NewMount("a");
   uint64_t ino = Redirect(m, kRootIno, "f", Pattern(3000, 1));
