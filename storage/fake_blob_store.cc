@@ -21,6 +21,7 @@
 
 #include "storage/content_md5.h"
 #include "storage/fakes.h"
+#include "storage/table_keys.h"
 
 namespace stampfs {
 namespace {
@@ -28,6 +29,7 @@ namespace {
 constexpr size_t kMaxCommittedBlocks = 50000;
 constexpr size_t kMaxUncommittedBlocks = 100000;
 constexpr size_t kMaxBlobNameLength = 1024;
+constexpr long kMaxBlobSegments = 254;
 constexpr size_t kMaxBlockIdBytes = 64;
 constexpr int kMaxListResults = 5000;
 constexpr size_t kSinkChunk = 16 * 1024;  // as curl delivers a body
@@ -115,9 +117,13 @@ Status ValidateBlockId(const std::string& id) {
   return Status::Ok();
 }
 
+// Azure: 1..1,024 characters and at most 254 '/'-separated segments.
 Status ValidateBlobName(const std::string& blob) {
-  if (blob.empty() || blob.size() > kMaxBlobNameLength) {
+  if (blob.empty() || Utf16Length(blob) > kMaxBlobNameLength) {
     return Invalid("blob name must be 1..1024 characters", "InvalidResourceName");
+  }
+  if (std::count(blob.begin(), blob.end(), '/') + 1 > kMaxBlobSegments) {
+    return Invalid("blob name has more than 254 segments", "InvalidResourceName");
   }
   return Status::Ok();
 }

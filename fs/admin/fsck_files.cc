@@ -200,6 +200,7 @@ void Fsck::RepairByImport(const std::vector<size_t>& findings) {
 // of that name that is not a marker is left alone.
 void Fsck::CheckDirectoryMarkers() {
   for (const EntryRef& ref : Entries(S_IFDIR)) {
+    if (IsLongPathBlob(BlobNameFor(ref.path))) continue;  // a long path has none
     auto it = blobs_by_name_.find(BlobNameFor(ref.path));
     if (it != blobs_by_name_.end() && IsDirMarkerBlob(it->second->properties)) continue;
     if (it != blobs_by_name_.end()) {

@@ -185,8 +185,21 @@ Result<ImportReport> Importer::Run() {
       if (*b != own) linked.insert({*b, own});
     }
   }
+  // A long path's blob (BlobNameFor) has its path only in the table: never
+  // a file of its hashed name; one that no entry names is reported.
+  std::set<std::string> named = linked;
+  for (const auto& [pk, part] : scan->partitions) {
+    for (const auto& [rk, e] : part.entries) {
+      if (const std::string* b = e.GetString("blob")) named.insert(*b);
+    }
+  }
   for (const BlobItem& b : *blobs) {
-    if (IsExchangeTempBlob(b.name)) linked.insert(b.name);
+    if (IsLongPathBlob(b.name) && !named.count(b.name)) {
+      report.problems.push_back({b.name,
+                                 "the blob of a path too long for a blob name, which "
+                                 "no entry names: its path was only in the table"});
+    }
+    if (IsExchangeTempBlob(b.name) || IsLongPathBlob(b.name)) linked.insert(b.name);
   }
   if (!linked.empty()) {
     blobs->erase(std::remove_if(blobs->begin(), blobs->end(),

@@ -40,6 +40,7 @@ Status WriteDirMarker(BlobStore& blobs, const std::string& container, const std:
                           {"gid", std::to_string(attr.gid)},
                           {"mtime", FormatBlobMtime(attr.mtime_ns)}};
   const std::string blob = BlobNameFor(path);
+  if (IsLongPathBlob(blob)) return Status::Ok();  // a long path has no marker
   auto put = blobs.PutString(container, blob, "", meta, Condition::IfNoneMatchAny());
   if (!put.status().Is(Code::kAlreadyExists)) return put.status();
   return ReadMarker(blobs, container, blob).status();  // ours from a resent request, or another's
@@ -47,6 +48,7 @@ Status WriteDirMarker(BlobStore& blobs, const std::string& container, const std:
 
 Status RemoveDirMarker(BlobStore& blobs, const std::string& container, const std::string& path) {
   const std::string blob = BlobNameFor(path);
+  if (IsLongPathBlob(blob)) return Status::Ok();
   auto marker = ReadMarker(blobs, container, blob);
   if (marker.status().Is(Code::kNotFound)) return Status::Ok();
   STAMPFS_RETURN_IF_ERROR(marker);
@@ -57,11 +59,14 @@ Status RemoveDirMarker(BlobStore& blobs, const std::string& container, const std
 Status MoveDirMarker(BlobStore& blobs, const std::string& container, const std::string& from,
                      const std::string& to) {
   const std::string old_blob = BlobNameFor(from);
+  if (IsLongPathBlob(old_blob)) return Status::Ok();  // none to move
   auto marker = ReadMarker(blobs, container, old_blob);
   if (marker.status().Is(Code::kNotFound)) return Status::Ok();
   STAMPFS_RETURN_IF_ERROR(marker);
-  auto copied =
-      blobs.Copy(container, old_blob, BlobNameFor(to), Condition::IfNoneMatchAny(), marker->etag);
+  auto copied = IsLongPathBlob(BlobNameFor(to))
+                    ? Result<std::string>(std::string())
+                    : blobs.Copy(container, old_blob, BlobNameFor(to), Condition::IfNoneMatchAny(),
+                                 marker->etag);
   if (copied.status().Is(Code::kAlreadyExists)) {
     // An earlier run's copy, or the marker of an empty directory this one replaced.
     STAMPFS_RETURN_IF_ERROR(ReadMarker(blobs, container, BlobNameFor(to)));

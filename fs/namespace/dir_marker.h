@@ -1,7 +1,8 @@
 // Directory marker blobs (-o dir_markers): blobfuse's convention, which
 // Storage Explorer, blobfuse2 and rclone read: a zero-length blob named by
 // the directory's path (BlobNameFor) with metadata hdi_isfolder=true, so
-// other tools see a directory with no files below it. The table stays the
+// other tools see a directory with no files below it. A directory whose
+// path is too long for a blob name (BlobNameFor hashes it) has none. The table stays the
 // truth for stampfs; a marker is only for them. Every write is conditional,
 // and a blob that is not a marker is never deleted or replaced.
 #pragma once

@@ -1,6 +1,10 @@
 #include "fs/namespace/inode_table.h"
 
+#include <algorithm>
+
 #include "fs/namespace/attr.h"
+#include "storage/auth.h"
+#include "storage/table_keys.h"
 #include "storage/utf8.h"
 
 namespace stampfs {
@@ -155,7 +159,7 @@ static void AppendPrivateUse(unsigned char b, std::string* out) {
   out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
 }
 
-std::string BlobNameFor(const std::string& path) {
+static std::string PathBlobName(const std::string& path) {
   // Blob names are UTF-8 and the service reads '\' as '/': a file "a\b"
   // would land in "a/b". '\' and every byte that is not valid UTF-8 are
   // stored as U+F000 + byte, which other tools show as one character.
@@ -173,6 +177,22 @@ std::string BlobNameFor(const std::string& path) {
     }
   }
   return out;
+}
+
+std::string BlobNameFor(const std::string& path) {
+  std::string name = PathBlobName(path);
+  const auto segments = static_cast<size_t>(std::count(name.begin(), name.end(), '/')) + 1;
+  if (Utf16Length(name) <= kMaxBlobNameChars && segments <= kMaxBlobSegments) return name;
+  return kLongPathBlobPrefix + Sha256Hex(path);
+}
+
+bool IsLongPathBlob(const std::string& blob) {
+  constexpr size_t kPrefix = sizeof(kLongPathBlobPrefix) - 1;
+  if (blob.size() != kPrefix + 64 || blob.compare(0, kPrefix, kLongPathBlobPrefix) != 0) {
+    return false;
+  }
+  return std::all_of(blob.begin() + kPrefix, blob.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 }  // namespace stampfs

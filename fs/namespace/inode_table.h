@@ -74,7 +74,16 @@ std::string JoinPath(const std::string& dir, const std::string& name);
 // The parent directory of a path ("/a/b" -> "/a", "/a" -> "/").
 std::string ParentPath(const std::string& path);
 // The blob holding a file's data: the path without its leading '/', with
-// '\' and bytes that are not UTF-8 stored as U+F000 + byte.
+// '\' and bytes that are not UTF-8 stored as U+F000 + byte. A path whose
+// name that would be is over Azure's limits (1,024 characters, 254
+// segments) is stored as ".stampfs-long/<sha256 hex of the path>": stable
+// for the path, so renames, links and fsck treat it as any other; the path
+// itself is in the table (the entry's keys and its directory's ".").
 std::string BlobNameFor(const std::string& path);
+inline constexpr size_t kMaxBlobNameChars = 1024;
+inline constexpr size_t kMaxBlobSegments = 254;
+inline constexpr char kLongPathBlobPrefix[] = ".stampfs-long/";
+// Whether `blob` is a long path's hashed name (never a path's own name).
+bool IsLongPathBlob(const std::string& blob);
 
 }  // namespace stampfs

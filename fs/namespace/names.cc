@@ -38,17 +38,6 @@ Status CheckNewName(const std::string& name) {
   return Status::Ok();
 }
 
-Status CheckBlobPath(const std::string& path) {
-  const std::string blob = BlobNameFor(path);
-  if (Utf16Length(blob) > kMaxBlobNameChars) {
-    return Status(Code::kNameTooLong, "path over Azure's 1,024-character blob name limit");
-  }
-  if (std::count(blob.begin(), blob.end(), '/') + 1 > static_cast<long>(kMaxBlobSegments)) {
-    return Status(Code::kNameTooLong, "path deeper than Azure's 254 blob name segments");
-  }
-  return Status::Ok();
-}
-
 std::string BaseName(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
 Result<std::string> NameOfEntry(const Entity& entry) {

@@ -22,12 +22,6 @@ Status CheckNewName(const std::string& name);
 inline bool IsBlobEscapeCodePoint(char32_t cp) {
   return cp == 0xF05C || (cp >= 0xF080 && cp <= 0xF0FF);
 }
-// kNameTooLong when a file at `path` could not be stored in Azure: its blob
-// name (BlobNameFor) over 1,024 characters (UTF-16 units) or 254 segments.
-// Azurite takes longer names; the service refuses them at commit.
-Status CheckBlobPath(const std::string& path);
-inline constexpr size_t kMaxBlobNameChars = 1024;
-inline constexpr size_t kMaxBlobSegments = 254;
 // The non-empty fields of `text` between `sep`s.
 std::vector<std::string> SplitFields(const std::string& text, char sep);
 // Last component of a path ("/a/b" -> "b").

@@ -737,40 +737,6 @@ TEST_F(NamespaceTest, NamesHoldingTheBlobEscapeCharactersAreRefused) {
   EXPECT_EQ(blobs.size(), listing->size()) << "one blob per name";
 }
 
-// Azure refuses blob names over 1,024 characters or 254 segments (Azurite
-// takes them): refused at create, mkdir, symlink and rename, nothing left.
-TEST_F(NamespaceTest, PathsOverAzuresBlobNameLimitsAreNameTooLong) {
-  Mount m = NewMount();
-  uint64_t dir = kRootIno;
-  std::string path;
-  for (int depth = 1; depth <= 4; ++depth) {  // 4 x (249 + '/') = 1,000 characters
-    auto d = m.ns->Mkdir(dir, std::string(249, 'a' + depth), 0755, 0, 0);
-    ASSERT_TRUE(d.ok()) << depth << ": " << d.status().ToString();
-    dir = d->ino;
-  }
-  EXPECT_TRUE(m.ns->Create(dir, std::string(24, 'f'), 0644, 0, 0).ok()) << "1,024 characters";
-  const std::string over(25, 'g');  // 1,025
-  EXPECT_TRUE(m.ns->Create(dir, over, 0644, 0, 0).status().Is(Code::kNameTooLong));
-  EXPECT_TRUE(m.ns->Mkdir(dir, over, 0755, 0, 0).status().Is(Code::kNameTooLong));
-  EXPECT_TRUE(m.ns->Symlink(dir, over, "t", 0, 0).status().Is(Code::kNameTooLong));
-  EXPECT_TRUE(m.ns->Rename(dir, std::string(24, 'f'), dir, over, 0).status().Is(Code::kNameTooLong));
-  auto listing = m.ns->ReadDir(dir);
-  ASSERT_TRUE(listing.ok());
-  EXPECT_EQ(listing->size(), 1u) << "nothing of the refused names was created";
-  // 254 segments, then no deeper.
-  dir = kRootIno;
-  for (int depth = 1; depth <= 253; ++depth) {
-    auto d = m.ns->Mkdir(dir, "d", 0755, 0, 0);
-    ASSERT_TRUE(d.ok()) << depth;
-    dir = d->ino;
-  }
-  EXPECT_TRUE(m.ns->Create(dir, "f", 0644, 0, 0).ok()) << "segment 254";
-  EXPECT_TRUE(m.ns->Mkdir(dir, "g", 0755, 0, 0).ok()) << "a directory at 254 holds nothing";
-  auto deeper = m.ns->Lookup(dir, "g");
-  ASSERT_TRUE(deeper.ok());
-  EXPECT_TRUE(m.ns->Create(deeper->ino, "f", 0644, 0, 0).status().Is(Code::kNameTooLong));
-}
-
 TEST_F(NamespaceTest, FilesWithNamesThatAreNotUtf8CanBeCreated) {
   Mount m = NewMount();
   auto f = m.ns->Create(kRootIno, "\xff\xfe", 0644, 0, 0);
