@@ -175,8 +175,7 @@ Result<std::vector<Entity>> Namespace::FetchListing(const std::string& dir_path,
       bool fresh = NowMs() - gen->validated_ms < options_.ttl_ms;
       if (!fresh) {
         auto current = RevalidateDot(pk, nullptr);
-        if (NoAnswer(current.status())) {
-          CountOfflineServed();
+        if (ServeStale(true, current.status())) {
           fresh = true;
         } else {
           STAMPFS_RETURN_IF_ERROR(current);
@@ -308,8 +307,8 @@ Result<Entity> Namespace::FetchStoredEntry(const std::string& dir_path, const st
         cache_->DropPartition(pk).PermitUnchecked();
         return Status(Code::kNotFound, JoinPath(dir_path, name));
       }
-      if (NoAnswer(dot.status())) {
-        CountOfflineServed();
+      if (ServeStale(true, dot.status())) {
+        // the cached listing answers, stale
       } else if (!dot.ok()) {
         return dot.status();
       } else if (!ConfirmedBy(pk, &*gen, *dot, ticket)) {
@@ -324,11 +323,7 @@ Result<Entity> Namespace::FetchStoredEntry(const std::string& dir_path, const st
     }
     if (ce && NowMs() - ce->fetched_ms < options_.ttl_ms) return ce->entity;
     // A stale entry is kept when the service gives no answer (offline.h).
-    auto offline = [&](const Status& s) {
-      if (!ce || !NoAnswer(s)) return false;
-      CountOfflineServed();
-      return true;
-    };
+    auto offline = [&](const Status& s) { return ServeStale(ce.has_value(), s); };
     if (ShouldList(pk)) {
       auto listed = FetchListing(dir_path, kListPageBudget);
       ListedOrTooLarge(pk, listed.status().Is(Code::kTooLarge));
@@ -343,14 +338,11 @@ Result<Entity> Namespace::FetchStoredEntry(const std::string& dir_path, const st
       if (offline(listed.status())) return ce->entity;
       if (!listed.status().Is(Code::kTooLarge)) return listed.status();
     }
-    Result<Entity> r = Status(Code::kInternal, "not read");
-    if (ce) {
-      RevalidationDeadline deadline(std::chrono::milliseconds(options_.offline_after_ms));
-      r = GetRow(pk, rk);
-      if (!r.ok()) r = deadline.Outcome(r.status());
-    } else {
-      r = GetRow(pk, rk);
-    }
+    std::optional<RevalidationDeadline> deadline;  // only to revalidate a cached entry
+    if (ce) deadline.emplace(std::chrono::milliseconds(options_.offline_after_ms));
+    Result<Entity> r = GetRow(pk, rk);
+    if (!r.ok() && deadline) r = deadline->Outcome(r.status());
+    deadline.reset();
     if (r.status().Is(Code::kNotFound)) return Status(Code::kNotFound, JoinPath(dir_path, name));
     if (!r.ok() && offline(r.status())) return ce->entity;
     return r;
@@ -389,10 +381,7 @@ Result<Entity> Namespace::FetchRootDot(bool fresh) {
   }
   uint64_t ticket = 0;
   auto dot = cached ? RevalidateDot(pk, &ticket) : FetchDot(pk, &ticket);
-  if (cached && NoAnswer(dot.status())) {
-    CountOfflineServed();
-    return *cached;
-  }
+  if (ServeStale(cached.has_value(), dot.status())) return *cached;
   STAMPFS_RETURN_IF_ERROR(dot);
   if (cache_) {
     CacheDot(*dot, ticket);

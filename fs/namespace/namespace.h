@@ -395,8 +395,8 @@ class Namespace {
   };
   // On the cached "." row only (never written to the table): its subdirectories.
   static constexpr const char* kSubdirsProperty = "cachedSubdirs";
-  // `any_age`: also past the TTL (offline).
-  std::optional<DirSummary> CachedDirSummary(const std::string& pk, bool any_age = false);
+  // Within the TTL; with `fresh`, of any age (offline), *fresh telling which.
+  std::optional<DirSummary> CachedDirSummary(const std::string& pk, bool* fresh = nullptr);
   void CacheDot(Entity dot, uint64_t ticket);
   Result<DirSummary> FetchDirSummary(const std::string& path);
   Result<DirSummary> QueryDirSummary(const std::string& path);

@@ -24,14 +24,16 @@ constexpr const char* kSubdirsFilter =
 }  // namespace
 
 std::optional<Namespace::DirSummary> Namespace::CachedDirSummary(const std::string& pk,
-                                                                 bool any_age) {
+                                                                 bool* fresh) {
   if (!cache_) return std::nullopt;
   auto dot = cache_->GetEntry(pk, kDotRowKey);
   if (!dot || !dot->entity.Has(kSubdirsProperty)) return std::nullopt;
   auto gen = cache_->GetGeneration(pk);
   const bool listed = gen && gen->complete && gen->dot_etag == dot->entity.etag &&
                       NowMs() - gen->validated_ms < options_.ttl_ms;
-  if (!any_age && !listed && NowMs() - dot->fetched_ms >= options_.ttl_ms) return std::nullopt;
+  const bool current = listed || NowMs() - dot->fetched_ms < options_.ttl_ms;
+  if (fresh) *fresh = current;
+  if (!fresh && !current) return std::nullopt;
   DirSummary s;
   s.touched = dot->entity.GetInt64("touched");
   s.subdirs = static_cast<uint64_t>(dot->entity.GetInt64(kSubdirsProperty));
@@ -51,15 +53,12 @@ void Namespace::CacheDot(Entity dot, uint64_t ticket) {
 
 Result<Namespace::DirSummary> Namespace::FetchDirSummary(const std::string& path) {
   const std::string pk = PartitionKeyForDirectory(path);
-  if (auto s = CachedDirSummary(pk)) return *s;
   if (!cache_) return QueryDirSummary(path);
   // Offline (offline.h), what is cached of the partition answers, stale.
-  std::optional<DirSummary> stale = CachedDirSummary(pk, true);
-  auto offline = [&](const Status& s) {
-    if (!stale || !NoAnswer(s)) return false;
-    CountOfflineServed();
-    return true;
-  };
+  bool fresh = false;
+  std::optional<DirSummary> stale = CachedDirSummary(pk, &fresh);
+  if (stale && fresh) return *stale;
+  auto offline = [&](const Status& s) { return ServeStale(stale.has_value(), s); };
   auto gen = cache_->GetGeneration(pk);
   if (gen && gen->complete) {
     // One "." read revalidates a stale listing and the count with it.
@@ -141,10 +140,7 @@ Result<Attr> Namespace::WithDirectoryAttrs(const std::string& path, Attr attr) {
   if (s.status().Is(Code::kNotFound)) return attr;
   // Offline with nothing cached of the partition: the entry's own times and
   // link count (offline.h).
-  if (NoAnswer(s.status())) {
-    CountOfflineServed();
-    return attr;
-  }
+  if (ServeStale(true, s.status())) return attr;
   STAMPFS_RETURN_IF_ERROR(s);
   DirSummary summary = *s;
   // This mount's files created here and not committed yet (commit=async)

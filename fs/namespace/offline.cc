@@ -21,6 +21,10 @@ Status RevalidationDeadline::Outcome(Status s) const {
                                     " ms (a revalidation): " + s.message());
 }
 
-void CountOfflineServed() { g_offline_served.Add(); }
+bool ServeStale(bool cached, const Status& s) {
+  if (!cached || !NoAnswer(s)) return false;
+  g_offline_served.Add();
+  return true;
+}
 
 }  // namespace stampfs

@@ -39,7 +39,8 @@ class RevalidationDeadline {
   ShortProbe short_probe_;
 };
 
-// Counts a cached copy served because the service gave no answer.
-void CountOfflineServed();
+// Whether a caller holding a cached copy (`cached`) serves it, stale, for
+// the outcome `s` of its revalidation: when `s` is no answer. Counted.
+bool ServeStale(bool cached, const Status& s);
 
 }  // namespace stampfs
