@@ -13,6 +13,7 @@
 #include <cstring>
 #include <deque>
 #include <optional>
+#include <random>
 
 namespace stampfs::bench {
 namespace {
@@ -103,7 +104,8 @@ struct Relay {
 Result<std::unique_ptr<LatencyProxy>> LatencyProxy::Start(uint16_t listen_port,
                                                           const std::string& target_host,
                                                           uint16_t target_port,
-                                                          std::chrono::microseconds delay) {
+                                                          std::chrono::microseconds delay,
+                                                          std::chrono::microseconds jitter) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -139,20 +141,21 @@ Result<std::unique_ptr<LatencyProxy>> LatencyProxy::Start(uint16_t listen_port,
     return s;
   }
   std::unique_ptr<LatencyProxy> proxy(
-      new LatencyProxy(fd, stop_fd, ntohs(addr.sin_port), target, target_len, delay));
+      new LatencyProxy(fd, stop_fd, ntohs(addr.sin_port), target, target_len, delay, jitter));
   proxy->acceptor_ = std::thread([p = proxy.get()] { p->AcceptLoop(); });
   return proxy;
 }
 
 LatencyProxy::LatencyProxy(int listen_fd, int stop_fd, uint16_t port,
                            const sockaddr_storage& target, socklen_t target_len,
-                           std::chrono::microseconds delay)
+                           std::chrono::microseconds delay, std::chrono::microseconds jitter)
     : listen_fd_(listen_fd),
       stop_fd_(stop_fd),
       port_(port),
       target_(target),
       target_len_(target_len),
-      delay_(delay) {}
+      delay_(delay),
+      jitter_(jitter) {}
 
 LatencyProxy::~LatencyProxy() {
   Stop();
@@ -218,6 +221,18 @@ void LatencyProxy::Serve(int client) {
   const Clock::time_point first_send = accepted + 2 * delay_;
   Relay up{client, upstream, &bytes_up_};
   Relay down{upstream, client, &bytes_down_};
+  std::mt19937_64 rng(std::random_device{}());
+  std::exponential_distribution<double> tail(1.0);
+  // When a chunk read now leaves: never before the one read before it.
+  const auto due_after = [&](Clock::time_point earliest, Clock::time_point* last) {
+    Clock::time_point due = earliest + delay_;
+    if (jitter_.count() > 0) {
+      due += std::chrono::microseconds(static_cast<int64_t>(tail(rng) * jitter_.count()));
+    }
+    *last = std::max(*last, due);
+    return *last;
+  };
+  Clock::time_point last_up{}, last_down{};
   bool broken = false;
   while (!broken && !(up.done && down.done)) {
     // fds[0] client, fds[1] upstream; an fd with nothing wanted is left out
@@ -255,8 +270,8 @@ void LatencyProxy::Serve(int client) {
     for (Relay* r : {&up, &down}) {
       const int from = r == &up ? 0 : 1, to = 1 - from;
       if ((fds[from].revents & (POLLIN | POLLHUP | POLLERR)) && r->WantsRead()) {
-        Clock::time_point due = now + delay_;
-        if (r == &up) due = std::max(now, first_send) + delay_;
+        const Clock::time_point due =
+            r == &up ? due_after(std::max(now, first_send), &last_up) : due_after(now, &last_down);
         broken = broken || !r->Read(due);
       }
       if (fds[to].revents & (POLLOUT | POLLHUP | POLLERR)) broken = broken || !r->Write(now);

@@ -8,6 +8,9 @@
 // (up to kMaxQueuedBytes in flight per direction, i.e. kMaxQueuedBytes / delay).
 // A round trip through the relay costs 2 x delay; a new connection's first
 // bytes wait one round trip more, as a TCP handshake would make them.
+// With `jitter`, each chunk waits an extra time drawn from an exponential
+// distribution of that mean (a long tail: 1 in 100 waits over 4.6 x the
+// mean), still in order: a chunk never leaves before the one read before it.
 // A half-close (FIN) is forwarded after the delay like data; a reset or a
 // write error ends both sides of that connection.
 #pragma once
@@ -36,7 +39,8 @@ class LatencyProxy {
   static Result<std::unique_ptr<LatencyProxy>> Start(uint16_t listen_port,
                                                      const std::string& target_host,
                                                      uint16_t target_port,
-                                                     std::chrono::microseconds delay);
+                                                     std::chrono::microseconds delay,
+                                                     std::chrono::microseconds jitter = {});
   ~LatencyProxy();
   LatencyProxy(const LatencyProxy&) = delete;
   LatencyProxy& operator=(const LatencyProxy&) = delete;
@@ -57,7 +61,8 @@ class LatencyProxy {
   };
 
   LatencyProxy(int listen_fd, int stop_fd, uint16_t port, const sockaddr_storage& target,
-               socklen_t target_len, std::chrono::microseconds delay);
+               socklen_t target_len, std::chrono::microseconds delay,
+               std::chrono::microseconds jitter);
   void AcceptLoop();
   void Serve(int client);
   void ReapFinished(bool all);
@@ -68,6 +73,7 @@ class LatencyProxy {
   const sockaddr_storage target_;
   const socklen_t target_len_;
   const std::chrono::microseconds delay_;
+  const std::chrono::microseconds jitter_;  // mean of the extra wait
   std::thread acceptor_;
   std::mutex stop_mu_;
   bool stopped_ = false;  // GUARDED_BY(stop_mu_)

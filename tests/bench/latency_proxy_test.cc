@@ -186,6 +186,24 @@ TEST(LatencyProxy, RoundTripCostsTwiceTheDelayAndTheFirstOneAHandshakeMore) {
   EXPECT_LT(Median(rest), 100.0 + 80);
 }
 
+// 5 ms each way plus an exponential 5 ms mean each way: round trips spread
+// from 10 ms up (the tail of a sum of two exponentials), bytes in order.
+TEST(LatencyProxy, JitterSpreadsRoundTripsAboveTheDelayWithALongTail) {
+  Server echo(Server::kEcho);
+  auto proxy = LatencyProxy::Start(0, "127.0.0.1", echo.port(), milliseconds(5), milliseconds(5));
+  ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
+  auto rtt = PingPong((*proxy)->port(), 100);  // PingPong stops at a changed echo
+  ASSERT_EQ(rtt.size(), 100u) << "an echo came back changed or out of order";
+  rtt.erase(rtt.begin());  // the handshake's
+  for (double ms : rtt) EXPECT_GE(ms, 9.9);
+  std::sort(rtt.begin(), rtt.end());
+  // Without jitter all would sit near 10 ms; with it the median is ~10 + 8.4
+  // and the slowest of 99 near 10 + 25 (a loaded machine only adds).
+  EXPECT_GT(Median(rtt), 14.0);
+  EXPECT_GT(rtt.back(), 25.0);
+  EXPECT_LT(rtt.front(), 10.0 + 8) << "some round trips draw little jitter";
+}
+
 TEST(LatencyProxy, NoDelayRelaysAtLoopbackSpeed) {
   const auto rtt = EchoThroughProxy(milliseconds(0), 20);
   ASSERT_EQ(rtt.size(), 20u);

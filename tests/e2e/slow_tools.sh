@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # e2e: real tools through a slowed backend (issue 27): a latency proxy in
-# front of Azurite (SLOW_TOOLS_RTT_MS, default 20 ms round trip) and a busy
+# front of Azurite (SLOW_TOOLS_RTT_MS, default 20 ms round trip, plus
+# SLOW_TOOLS_JITTER_MS, default 5: an exponential extra wait of that mean each
+# way, so some answers take tens of ms more, in order) and a busy
 # CPU beside the mount (a niced spin loop), the timing windows a fast
 # loopback closes. With the defaults (commit=async):
 #   - git clone of a repository (this one) into the mount, `git status`,
@@ -14,13 +16,15 @@
 # made conflict copies.)
 #
 #   bash tests/e2e/slow_tools.sh BUILD_DIR
-#   SLOW_TOOLS_RTT_MS=N (default 20), SLOW_TOOLS_BUSY=0 (no spin loop)
+#   SLOW_TOOLS_RTT_MS=N (default 20), SLOW_TOOLS_JITTER_MS=N (default 5),
+#   SLOW_TOOLS_BUSY=0 (no spin loop)
 #   SLOW_TOOLS_PROXY_BASE=N (default 31300): the proxies' blob and table ports
 # shellcheck source-path=SCRIPTDIR
 # shellcheck disable=SC2317
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 RTT=${SLOW_TOOLS_RTT_MS:-20}
+JITTER=${SLOW_TOOLS_JITTER_MS:-5}
 PBASE=${SLOW_TOOLS_PROXY_BASE:-31300}
 PROXY=$1/tests/stampfs_latency_proxy
 for tool in git rsync; do
@@ -40,7 +44,7 @@ start_proxy() {
     (: >"/dev/tcp/127.0.0.1/$1") 2>/dev/null || break
     sleep 0.1
   done
-  "$PROXY" "$1" "127.0.0.1:$2" "$(awk -v r="$RTT" 'BEGIN { print r / 2 }')" \
+  "$PROXY" "$1" "127.0.0.1:$2" "$(awk -v r="$RTT" 'BEGIN { print r / 2 }')" "$JITTER" \
     >"$PROXY_LOGS/$1.log" 2>&1 </dev/null &
   PIDS+=($!)
   for i in $(seq 100); do
@@ -83,7 +87,7 @@ mkdir -p "$SRC"
 cp -r "$ROOT/docs" "$ROOT/fs" "$ROOT/storage" "$ROOT/cache" "$SRC/"
 touch -d '2020-01-02 03:04:05' "$SRC/docs/design.md"
 
-section "git clone and rsync through a ${RTT} ms round trip, a CPU busy"
+section "git clone and rsync through a ${RTT} ms round trip (jitter ${JITTER} ms each way), a CPU busy"
 e2e_mount
 LOG=${E2E_LOG[$M]}
 t0=$SECONDS
