@@ -217,8 +217,8 @@ RequestSigner MakeSigner(const StorageAccount& account, Service service, HttpDat
     std::string name = account.account_name;
     return [key, name, service, now](HttpRequest& request) {
       request.SetHeader("x-ms-date", now());
-      std::string sts = service == Service::kBlob ? BlobStringToSign(request, name)
-                                                  : TableStringToSign(request, name);
+      std::string sts = service == Service::kTable ? TableStringToSign(request, name)
+                                                   : BlobStringToSign(request, name);
       request.SetHeader("Authorization", "SharedKey " + name + ":" + Sign(key, sts));
       return Status::Ok();
     };

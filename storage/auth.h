@@ -26,7 +26,8 @@ std::string TableStringToSign(const HttpRequest& request, const std::string& acc
 using HttpDateFn = std::function<std::string()>;
 std::string HttpDateNow();
 
-enum class Service { kBlob, kTable };
+// Queue requests are signed with the Blob scheme.
+enum class Service { kBlob, kTable, kQueue };
 
 // A signer for one service: sets x-ms-date, then Authorization (a Shared Key
 // signature, or an Entra ID bearer token from account.token_credential), or

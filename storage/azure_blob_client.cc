@@ -16,7 +16,7 @@
 namespace stampfs {
 namespace {
 
-using Query = std::vector<std::pair<std::string, std::string>>;
+using Query = UrlQuery;
 
 constexpr int kMaxListResults = 5000;
 constexpr std::chrono::minutes kCopyDeadline{10};
@@ -170,16 +170,6 @@ class AzureBlobClient final : public BlobStore {
                                   const Condition& condition) override;
 
  private:
-  static std::string WithQuery(std::string url, const Query& query) {
-    char separator = '?';
-    for (const auto& [name, value] : query) {
-      // Every value percent-encoded: Azurite drops raw '=' pairs when signing (§1.1).
-      url += separator + UrlEncode(name) + "=" + UrlEncode(value);
-      separator = '&';
-    }
-    return url;
-  }
-
   std::string ContainerUrl(const std::string& container, const Query& query = {}) const {
     return WithQuery(account_.blob_endpoint + "/" + UrlEncode(container), query);
   }
@@ -191,11 +181,7 @@ class AzureBlobClient final : public BlobStore {
   }
 
   static HttpRequest NewRequest(const std::string& method, std::string url) {
-    HttpRequest request;
-    request.method = method;
-    request.url = std::move(url);
-    request.SetHeader("x-ms-version", kBlobApiVersion);
-    return request;
+    return ServiceRequest(method, std::move(url), kBlobApiVersion);
   }
 
   // Sends with retries; any non-2xx answer becomes a Status carrying `context`.

@@ -105,4 +105,15 @@ std::string BlockIdFor(uint64_t index) {
   return Base64Encode(std::string(digits, 32));
 }
 
+bool IsValidContainerName(const std::string& name) {
+  if (name.size() < 3 || name.size() > 63) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(name.front()) || !alnum(name.back())) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (!alnum(name[i]) && name[i] != '-') return false;
+    if (name[i] == '-' && i > 0 && name[i - 1] == '-') return false;
+  }
+  return true;
+}
+
 }  // namespace stampfs

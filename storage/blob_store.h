@@ -176,4 +176,8 @@ class BlobStore {
 // of every blob, so patched blobs keep one id width).
 std::string BlockIdFor(uint64_t index);
 
+// Container (and queue) names: 3-63 of [a-z0-9-], starting and ending
+// alphanumeric, no "--".
+bool IsValidContainerName(const std::string& name);
+
 }  // namespace stampfs

@@ -163,6 +163,30 @@ Result<BlockList> ParseBlockListXml(std::string_view body) {
   return list;
 }
 
+Result<std::vector<QueueMessage>> ParseQueueMessagesXml(std::string_view body) {
+  pugi::xml_document doc;
+  if (!Load(doc, body)) return Corrupt("queue messages (not XML)");
+  pugi::xml_node list = doc.child("QueueMessagesList");
+  if (!list) return Corrupt("queue messages (no QueueMessagesList)");
+  std::vector<QueueMessage> out;
+  for (pugi::xml_node m : list.children("QueueMessage")) {
+    QueueMessage q;
+    q.id = m.child("MessageId").text().as_string();
+    q.pop_receipt = m.child("PopReceipt").text().as_string();
+    q.dequeue_count = m.child("DequeueCount").text().as_llong();
+    q.text = m.child("MessageText").text().as_string();
+    if (q.id.empty()) return Corrupt("queue messages (a message without an id)");
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+std::string BuildQueueMessageXml(std::string_view text) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"utf-8\"?><QueueMessage><MessageText>";
+  AppendEscaped(out, text);
+  return out + "</MessageText></QueueMessage>";
+}
+
 std::string BuildBlockListXml(const std::vector<BlockRef>& blocks) {
   std::string out = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<BlockList>";
   for (const BlockRef& block : blocks) {

@@ -1,6 +1,6 @@
-// Internal to the Blob REST client: the service's XML bodies (listing, block
-// list, error) and the header formats it uses (RFC 1123 dates, quoted ETags,
-// Content-Range). Pure functions, no I/O, so they are unit-tested directly.
+// Internal to the Blob and Queue REST clients: the services' XML bodies
+// (listing, block list, queue messages, error) and the header formats it uses (RFC 1123 dates,
+// quoted ETags, Content-Range). Pure functions, no I/O, so they are unit-tested directly.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "storage/blob_store.h"
+#include "storage/queue_store.h"
 #include "storage/status.h"
 
 namespace stampfs {
@@ -24,6 +25,12 @@ Result<BlockList> ParseBlockListXml(std::string_view body);
 
 // The <BlockList> body of Put Block List, in order.
 std::string BuildBlockListXml(const std::vector<BlockRef>& blocks);
+
+// <QueueMessagesList> of Get/Peek Messages (message text as stored).
+Result<std::vector<QueueMessage>> ParseQueueMessagesXml(std::string_view body);
+
+// The <QueueMessage> body of Put Message.
+std::string BuildQueueMessageXml(std::string_view text);
 
 // <Error><Code>..</Code><Message>..</Message></Error>; nullopt when the body
 // is not such a document.

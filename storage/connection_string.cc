@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "storage/auth.h"
 #include "storage/token_credential.h"
@@ -171,10 +172,11 @@ Status FillEndpoints(const Fields& fields, StorageAccount* account) {
   suffix = TrimTrailingSlashes(suffix);
   if (suffix.empty()) return Bad("EndpointSuffix is empty");
 
-  const std::pair<const char*, const char*> services[] = {{"blobendpoint", "BlobEndpoint"},
-                                                          {"tableendpoint", "TableEndpoint"}};
-  for (const auto& [key, field] : services) {
-    std::string* out = key[0] == 'b' ? &account->blob_endpoint : &account->table_endpoint;
+  const std::tuple<const char*, const char*, std::string*> services[] = {
+      {"blobendpoint", "BlobEndpoint", &account->blob_endpoint},
+      {"tableendpoint", "TableEndpoint", &account->table_endpoint},
+      {"queueendpoint", "QueueEndpoint", &account->queue_endpoint}};
+  for (const auto& [key, field, out] : services) {
     if (fields.count(key)) {
       auto checked = CheckEndpoint(Field(fields, key), field);
       STAMPFS_RETURN_IF_ERROR(checked);
@@ -193,6 +195,9 @@ Status FillEndpoints(const Fields& fields, StorageAccount* account) {
   }
   if (account->table_endpoint.empty()) {
     account->table_endpoint = protocol + "://" + account->account_name + ".table." + suffix;
+  }
+  if (account->queue_endpoint.empty()) {
+    account->queue_endpoint = protocol + "://" + account->account_name + ".queue." + suffix;
   }
   return Status::Ok();
 }
@@ -224,8 +229,10 @@ Result<StorageAccount> Development(const Fields& fields) {
         CheckEndpoint(Field(fields, "developmentstorageproxyuri"), "DevelopmentStorageProxyUri");
     STAMPFS_RETURN_IF_ERROR(proxy);
     const std::string local = "http://127.0.0.1";
-    account->blob_endpoint.replace(0, local.size(), *proxy);
-    account->table_endpoint.replace(0, local.size(), *proxy);
+    for (std::string* e :
+         {&account->blob_endpoint, &account->table_endpoint, &account->queue_endpoint}) {
+      e->replace(0, local.size(), *proxy);
+    }
   }
   return account;
 }
@@ -250,17 +257,19 @@ bool IsLoopbackHttp(const std::string& endpoint, bool* is_http) {
 
 }  // namespace
 
+Status CheckEndpointSecure(const std::string& endpoint, bool allow_http) {
+  bool is_http = false;
+  if (IsLoopbackHttp(endpoint, &is_http) || !is_http || allow_http) return Status::Ok();
+  return Status(Code::kInvalidArgument,
+                "endpoint " + endpoint +
+                    " is plain http to a host that is not loopback: requests and their "
+                    "credentials would cross the network unencrypted; use https, or "
+                    "allow_http if you really mean it");
+}
+
 Status CheckEndpointsSecure(const StorageAccount& account, bool allow_http) {
-  for (const std::string* endpoint : {&account.blob_endpoint, &account.table_endpoint}) {
-    bool is_http = false;
-    if (IsLoopbackHttp(*endpoint, &is_http) || !is_http || allow_http) continue;
-    return Status(Code::kInvalidArgument,
-                  "endpoint " + *endpoint +
-                      " is plain http to a host that is not loopback: requests and their "
-                      "credentials would cross the network unencrypted; use https, or "
-                      "allow_http if you really mean it");
-  }
-  return Status::Ok();
+  STAMPFS_RETURN_IF_ERROR(CheckEndpointSecure(account.blob_endpoint, allow_http));
+  return CheckEndpointSecure(account.table_endpoint, allow_http);
 }
 
 std::string StorageAccount::Describe() const {

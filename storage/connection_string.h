@@ -23,6 +23,9 @@ struct StorageAccount {
   std::string table_sas_token;
   std::string blob_endpoint;
   std::string table_endpoint;
+  // Change events (-o events, storage/queue_store.h); a connection string
+  // without QueueEndpoint gets https://ACCOUNT.queue.SUFFIX.
+  std::string queue_endpoint;
   // Microsoft Entra ID: bearer tokens for both services (token_credential.h),
   // set when there is neither key nor SAS.
   std::shared_ptr<TokenCredential> token_credential;
@@ -49,7 +52,8 @@ Result<StorageAccount> ParseConnectionString(const std::string& text);
 // Plain http only to a loopback host (the emulator) unless `allow_http`:
 // anywhere else a key-signed request or a SAS would cross the network in the
 // clear. (https always verifies the peer certificate: curl_transport.cc.)
-Status CheckEndpointsSecure(const StorageAccount& account, bool allow_http);
+Status CheckEndpointsSecure(const StorageAccount& account, bool allow_http);  // blob, table
+Status CheckEndpointSecure(const std::string& endpoint, bool allow_http);     // one (the queue's)
 
 // An endpoint that names the account in its path (an IP or dotless host:
 // the emulator), not in its host name (Azure).

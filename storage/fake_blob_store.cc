@@ -128,18 +128,6 @@ Status ValidateBlobName(const std::string& blob) {
   return Status::Ok();
 }
 
-// 3-63 of [a-z0-9-], starting and ending alphanumeric, no "--".
-bool IsValidContainerName(const std::string& name) {
-  if (name.size() < 3 || name.size() > 63) return false;
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (!alnum(name.front()) || !alnum(name.back())) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    if (!alnum(name[i]) && name[i] != '-') return false;
-    if (name[i] == '-' && i > 0 && name[i - 1] == '-') return false;
-  }
-  return true;
-}
-
 Result<std::shared_ptr<const std::string>> ReadBody(const HttpBody& body) {
   auto data = std::make_shared<std::string>();
   data->resize(body.size);

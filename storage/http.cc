@@ -394,4 +394,21 @@ std::string UrlDecode(const std::string& s) {
   return out;
 }
 
+std::string WithQuery(std::string url, const UrlQuery& query) {
+  char separator = '?';
+  for (const auto& [name, value] : query) {
+    url += separator + UrlEncode(name) + "=" + UrlEncode(value);
+    separator = '&';
+  }
+  return url;
+}
+
+HttpRequest ServiceRequest(const std::string& method, std::string url, const char* version) {
+  HttpRequest request;
+  request.method = method;
+  request.url = std::move(url);
+  request.SetHeader("x-ms-version", version);
+  return request;
+}
+
 }  // namespace stampfs

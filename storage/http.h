@@ -162,4 +162,11 @@ class RetryingHttpClient {
 std::string UrlEncode(const std::string& s, bool keep_slash = false);
 std::string UrlDecode(const std::string& s);
 
+// `url` with `query` appended, every name and value percent-encoded
+// (Azurite drops raw '=' pairs when signing: AZURE-PROTOCOL.md 1.1).
+using UrlQuery = std::vector<std::pair<std::string, std::string>>;
+std::string WithQuery(std::string url, const UrlQuery& query);
+// A storage REST request: `method` to `url` with x-ms-version `version`.
+HttpRequest ServiceRequest(const std::string& method, std::string url, const char* version);
+
 }  // namespace stampfs

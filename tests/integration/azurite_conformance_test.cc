@@ -6,10 +6,12 @@
 #include <string>
 
 #include "conformance/blob_store_conformance.h"
+#include "conformance/queue_store_conformance.h"
 #include "conformance/table_store_conformance.h"
 #include "integration/test_account.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
+#include "storage/queue_store.h"
 
 namespace stampfs {
 namespace {
@@ -37,6 +39,15 @@ std::unique_ptr<TableStore> MakeTableClient() {
   return MakeAzureTableClient(*account);
 }
 
+std::unique_ptr<QueueStore> MakeQueueClient() {
+  auto account = Account();
+  if (!account.ok()) {
+    ADD_FAILURE() << "connection string: " << account.status().ToString();
+    return nullptr;
+  }
+  return MakeAzureQueueClient(*account, {});
+}
+
 bool UsesEmulator() {
   auto account = Account();
   return account.ok() && IsEmulator(*account);
@@ -54,6 +65,10 @@ INSTANTIATE_TEST_SUITE_P(Azure, BlobStoreConformance,
 INSTANTIATE_TEST_SUITE_P(Azure, TableStoreConformance,
                          ::testing::Values(TableStoreFactory{BackendName(), MakeTableClient}),
                          TableStoreFactoryName);
+
+INSTANTIATE_TEST_SUITE_P(Azure, QueueStoreConformance,
+                         ::testing::Values(QueueStoreFactory{BackendName(), MakeQueueClient}),
+                         QueueStoreFactoryName);
 
 }  // namespace
 }  // namespace stampfs

@@ -20,6 +20,7 @@ void ExpectDevelopmentAccount(const Result<StorageAccount>& a) {
   EXPECT_EQ(a->sas_token, "");
   EXPECT_EQ(a->blob_endpoint, "http://127.0.0.1:10000/devstoreaccount1");
   EXPECT_EQ(a->table_endpoint, "http://127.0.0.1:10002/devstoreaccount1");
+  EXPECT_EQ(a->queue_endpoint, "http://127.0.0.1:10001/devstoreaccount1");
 }
 
 // The error must name `field` and must not contain `secret`.
@@ -54,6 +55,7 @@ TEST(ConnectionString, DevelopmentStorageProxyReplacesHost) {
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->blob_endpoint, "http://azurite.local:10000/devstoreaccount1");
   EXPECT_EQ(a->table_endpoint, "http://azurite.local:10002/devstoreaccount1");
+  EXPECT_EQ(a->queue_endpoint, "http://azurite.local:10001/devstoreaccount1");
 }
 
 TEST(ConnectionString, EndpointsBuiltFromSuffix) {
@@ -61,6 +63,7 @@ TEST(ConnectionString, EndpointsBuiltFromSuffix) {
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->blob_endpoint, "https://myacct.blob.core.windows.net");
   EXPECT_EQ(a->table_endpoint, "https://myacct.table.core.windows.net");
+  EXPECT_EQ(a->queue_endpoint, "https://myacct.queue.core.windows.net");
 
   a = ParseConnectionString(std::string("defaultendpointsprotocol=HTTP;accountname=myacct;"
                                         "ACCOUNTKEY=") +
@@ -68,15 +71,18 @@ TEST(ConnectionString, EndpointsBuiltFromSuffix) {
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->blob_endpoint, "http://myacct.blob.core.chinacloudapi.cn");
   EXPECT_EQ(a->table_endpoint, "http://myacct.table.core.chinacloudapi.cn");
+  EXPECT_EQ(a->queue_endpoint, "http://myacct.queue.core.chinacloudapi.cn");
 }
 
 TEST(ConnectionString, ExplicitEndpointOverridesOnlyItsService) {
-  auto a = ParseConnectionString(std::string("AccountName=myacct;AccountKey=") + kDevKey +
-                                 ";BlobEndpoint=https://blobs.example.com/;"
-                                 "FileEndpoint=https://f.example.com;QueueEndpoint=x");
+  auto a = ParseConnectionString(
+      std::string("AccountName=myacct;AccountKey=") + kDevKey +
+      ";BlobEndpoint=https://blobs.example.com/;"
+      "FileEndpoint=https://f.example.com;QueueEndpoint=https://q.example.com");
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->blob_endpoint, "https://blobs.example.com");
   EXPECT_EQ(a->table_endpoint, "https://myacct.table.core.windows.net");
+  EXPECT_EQ(a->queue_endpoint, "https://q.example.com");
 }
 
 TEST(ConnectionString, SasKeepsEqualsAndAmpersands) {
