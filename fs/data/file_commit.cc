@@ -105,8 +105,13 @@ Status FileData::CommitBusy(const FilePtr& fp, Lock& lock) {
     // Gone for a reason this mount did not see (another mount renamed or
     // removed it or a directory above it, or a rename replaced it): the data
     // is kept as a conflict copy, never dropped on that inference (it was:
-    // flush and close returned 0).
-    return OnConflict(fp, lock, st.status());
+    // flush and close returned 0). A send of ours that landed unanswered at
+    // the old name is no file's once the copy holds the data: swept (by id).
+    const std::string sent_to = f.blob;
+    const std::vector<uint64_t> sent = f.commit_ids;  // Bind clears them
+    Status kept = OnConflict(fp, lock, st.status());
+    if (!f.dirty && !sent.empty()) LeftUnanswered(sent_to, sent);
+    return kept;
   }
   STAMPFS_RETURN_IF_ERROR(st);
   const bool moved_away = st->blob != f.blob && !Moved(f, *st);

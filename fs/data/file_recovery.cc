@@ -277,20 +277,20 @@ Status FileData::ReplayOne(const CacheFileInfo& info) {
       LogWarning("dirty journal: " + j.path + " was removed or replaced before its changes " +
                  "were committed; they were saved as " + *copy);
       cache_.Discard(f.cache_id).PermitUnchecked();
-      if (j.mode != 0) {
-        // A create whose entry never came: a blob write of it that landed
-        // (known, or carrying one of its ids: a send whose answer was lost)
-        // is no file's, unless a regular file holds the name now (its entry
-        // may have adopted that version).
-        const bool unnamed =
-            where.status().Is(Code::kNotFound) || (where.ok() && !where->IsRegular());
-        std::string landed = unnamed ? j.base_etag : "";
-        if (unnamed && landed.empty()) {
-          auto own = OwnCommitStored(f, &landed);
-          if (!own.ok() || *own == 0) landed.clear();
-        }
-        if (!landed.empty()) DeleteVersion(f.blob, landed);
+      // A blob write of this file that landed (a create's known base, or a
+      // version carrying one of its ids: a send whose answer was lost, also
+      // of a committed file another mount removed meanwhile) is no file's,
+      // unless a regular file holds the name now (its entry may have
+      // adopted that version). Unanswered now: swept later (by id).
+      const bool unnamed =
+          where.status().Is(Code::kNotFound) || (where.ok() && !where->IsRegular());
+      std::string landed = unnamed && j.mode != 0 ? j.base_etag : "";
+      if (unnamed && landed.empty() && !f.commit_ids.empty()) {
+        auto own = OwnCommitStored(f, &landed);
+        if (!own.ok()) LeftUnanswered(f.blob, f.commit_ids);
+        if (!own.ok() || *own == 0) landed.clear();
       }
+      if (!landed.empty()) DeleteVersion(f.blob, landed);
     }
   }
   ForgetLookups(held);

@@ -35,6 +35,33 @@ class CommitPipelineTest : public FileDataTest {
     Advance(600);
     EXPECT_EQ(m.data->CommitDue(), 1u);
   }
+  // f committed with Pattern(500, seed), then rewritten with `rewrite`, whose
+  // send lands with its answer lost; the service answers again after it.
+  void CommitThenRewriteLandsUnanswered(Mount& m, uint32_t seed, const std::string& rewrite) {
+    const uint64_t ino = Redirect(m, kRootIno, "f", Pattern(500, seed));
+    Advance(600);
+    EXPECT_EQ(m.data->CommitDue(), 1u);
+    EXPECT_EQ(Blob("f"), Pattern(500, seed));
+    EXPECT_TRUE(m.data->Open(ino, OpenFlags{true, true, false}).ok());
+    Write(m, ino, rewrite, 0);
+    EXPECT_TRUE(m.data->Flush(ino).ok());
+    EXPECT_TRUE(m.data->Release(ino).ok());
+    SendLandsUnanswered(m);
+    plan_->Clear();
+    EXPECT_EQ(Blob("f"), rewrite) << "the send landed";
+  }
+  // The landed version at f is gone (no entry names it) and one conflict
+  // copy holds `data`.
+  void ExpectOnlyTheCopyHoldsIt(const std::string& data) {
+    EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "f").status().Is(Code::kNotFound))
+        << "no entry names the landed version";
+    ListOptions lo;
+    lo.prefix = "f.conflict-testhost-";
+    auto list = raw_blobs_->ListBlobs(kContainer, lo);
+    ASSERT_TRUE(list.ok());
+    ASSERT_EQ(list->blobs.size(), 1u);
+    EXPECT_EQ(Blob(list->blobs[0].name), data);
+  }
   // A new file as a shell's `>` makes it: created without O_EXCL, flushed
   // once empty (close after dup2), written, flushed and released.
   uint64_t Redirect(Mount& m, uint64_t dir, const std::string& name, const std::string& data) {
@@ -464,21 +491,56 @@ TEST_F(CommitPipelineTest, AnUnlinkDuringTheOutageRemovesTheLandedSendOnceTheSer
 // not only the one the entry names.
 TEST_F(CommitPipelineTest, AnUnlinkRemovesACommittedFilesSendThatLandedUnanswered) {
   Mount m = NewMount("a");
-  const uint64_t ino = Redirect(m, kRootIno, "f", Pattern(500, 19));
-  Advance(600);
-  EXPECT_EQ(m.data->CommitDue(), 1u);
-  ASSERT_EQ(Blob("f"), Pattern(500, 19));
-  ASSERT_TRUE(m.data->Open(ino, OpenFlags{true, true, false}).ok());
-  Write(m, ino, "shorter", 0);
-  ASSERT_TRUE(m.data->Flush(ino).ok());
-  ASSERT_TRUE(m.data->Release(ino).ok());
-  SendLandsUnanswered(m);
-  plan_->Clear();
-  ASSERT_NE(Blob("f"), Pattern(500, 19)) << "the send landed";
+  CommitThenRewriteLandsUnanswered(m, 19, "shorter");
   auto gone = m.ns->Unlink(kRootIno, "f");
   ASSERT_TRUE(gone.ok()) << gone.status().ToString();
   m.data->Unlinked(*gone);
   EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "f").status().Is(Code::kNotFound));
+}
+
+// A committed file's rewrite lands unanswered; another mount removes the
+// file, and its Delete (If-Match the version it knew) finds ours (412):
+// nobody deleted the landed version, which no entry names (simulation seeds
+// 2687, 3797, 7655). The writer, killed or not, saves its data as a copy and
+// deletes the landed version (by its commit id).
+class CommittedFileRemovedElsewhere : public CommitPipelineTest {
+ protected:
+  // Writes f, commits it, rewrites it and loses the answer of that send;
+  // then mount "b" unlinks f. Returns the rewrite's content.
+  std::string RewriteLandsThenAnotherMountUnlinks(Mount& a) {
+    CommitThenRewriteLandsUnanswered(a, 31, "rewritten");
+    async_threads_ = -1;
+    Mount b = NewMount("b");
+    auto gone = b.ns->Unlink(kRootIno, "f");
+    EXPECT_TRUE(gone.ok()) << gone.status().ToString();
+    if (gone.ok()) b.data->Unlinked(*gone);
+    async_threads_ = 0;
+    EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "f").ok()) << "b could not delete it";
+    return "rewritten";
+  }
+};
+
+TEST_F(CommittedFileRemovedElsewhere, TheWritersReplaySavesACopyAndDeletesItsLandedSend) {
+  std::string data;
+  {
+    Mount a = NewMount("a");
+    data = RewriteLandsThenAnotherMountUnlinks(a);
+    // kill -9
+  }
+  Mount after = NewMount("a");
+  ASSERT_TRUE(after.data->ReplayJournal().ok());
+  ExpectOnlyTheCopyHoldsIt(data);
+}
+
+TEST_F(CommittedFileRemovedElsewhere, TheWritersNextCommitSavesACopyAndSweepsItsLandedSend) {
+  Mount a = NewMount("a");
+  const std::string data = RewriteLandsThenAnotherMountUnlinks(a);
+  now_ms_ += 60000;  // a's cached entry expires: its lookup finds the name gone
+  Advance(60000);
+  a.data->CommitDue();
+  Advance(2000);
+  a.data->CommitDue();  // the sweep
+  ExpectOnlyTheCopyHoldsIt(data);
 }
 
 // The same send, and the mount killed before it learned the outcome; another
@@ -498,14 +560,7 @@ TEST_F(CommitPipelineTest, AReplayDeletesALandedSendOfACreateWhoseNameIsNowASyml
   async_threads_ = 0;
   Mount after = NewMount("a");
   ASSERT_TRUE(after.data->ReplayJournal().ok());
-  EXPECT_TRUE(raw_blobs_->GetProperties(kContainer, "f").status().Is(Code::kNotFound))
-      << "no entry names it";
-  ListOptions lo;
-  lo.prefix = "f.conflict-testhost-";
-  auto list = raw_blobs_->ListBlobs(kContainer, lo);
-  ASSERT_TRUE(list.ok());
-  ASSERT_EQ(list->blobs.size(), 1u) << "the data went to a copy";
-  EXPECT_EQ(Blob(list->blobs[0].name), Pattern(500, 16));
+  ExpectOnlyTheCopyHoldsIt(Pattern(500, 16));
 }
 
 // A new file renamed while its first commit sends (git writes config.lock,
