@@ -163,7 +163,27 @@ std::string AdminUsage() {
          "[--connection-string-file FILE]\n";
 }
 
+bool WantsHelp(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(),
+                     [](const std::string& a) { return a == "--help" || a == "-h"; });
+}
+
+int Help(const char* what) {
+  std::cout << what << "\n\n"
+            << AdminUsage()
+            << "The account: $AZURE_STORAGE_CONNECTION_STRING, or --connection-string-file, "
+               "else UseDevelopmentStorage=true (Azurite). --table defaults to the mount's "
+               "(fs + the container name without hyphens).\n";
+  return 0;
+}
+
 int ImportCommand(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    return Help(
+        "stampfs import: adds table entries for the blobs other tools wrote to CONTAINER, so a "
+        "mount shows them (--refresh also updates entries whose blob changed and removes entries "
+        "whose blob is gone). Safe to run while the container is mounted.");
+  }
   auto a = ParseAdminArgs(args, "--refresh");
   if (!a.ok()) return Usage(a.status().message());
   auto c = Connect(*a);
@@ -195,6 +215,13 @@ int ImportCommand(const std::vector<std::string>& args) {
 }
 
 int FsckCommand(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    return Help(
+        "stampfs fsck: checks that CONTAINER's table and blobs agree (entries, directories, "
+        "inode numbers, hard links, unfinished renames) and lists what does not; --repair fixes "
+        "what can be fixed without losing data. Exit status 0: clean (or all repaired), 1: "
+        "findings left, 2: could not check.");
+  }
   auto a = ParseAdminArgs(args, "--repair");
   if (!a.ok()) return Usage(a.status().message());
   auto c = Connect(*a);

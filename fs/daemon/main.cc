@@ -68,6 +68,11 @@ int Fail(const std::string& message) {
 std::string HintFor(const Status& s) {
   switch (s.code()) {
     case Code::kAuth:
+      // The service's answers carry their advice already (storage/azure_errors.cc).
+      if (s.message().find("authentication failed") != std::string::npos ||
+          s.message().find("permission denied") != std::string::npos) {
+        return "";
+      }
       return " (check the account name and key, the SAS token's permissions and expiry, or the "
              "Entra ID identity's roles on the account)";
     case Code::kTransport:
@@ -92,24 +97,30 @@ std::string UnescapeMountField(const std::string& field) {
   return out;
 }
 
-// True when `dir` is already the mount point of a stampfs mount (whoever
-// serves it: a daemon of another user has its control socket elsewhere).
-bool IsStampfsMountPoint(const std::string& dir) {
+// The file system type mounted at `dir` ("fuse.stampfs", "ext4"), the
+// last mount there; "" when none. A dead daemon's mount point cannot be
+// resolved (ENOTCONN): its absolute path is compared as written.
+std::string MountTypeAt(const std::string& dir) {
   std::error_code ec;
   std::string real = std::filesystem::canonical(dir, ec).string();
-  if (ec) return false;
+  if (ec) real = std::filesystem::absolute(dir, ec).lexically_normal().string();
+  if (real.size() > 1 && real.back() == '/') real.pop_back();
   std::ifstream in("/proc/self/mountinfo");
-  std::string line;
+  std::string line, type;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     std::vector<std::string> f;
     for (std::string w; fields >> w;) f.push_back(w);
     auto dash = std::find(f.begin(), f.end(), "-");
     if (f.size() < 5 || dash == f.end() || dash + 1 == f.end()) continue;
-    if (UnescapeMountField(f[4]) == real && *(dash + 1) == "fuse.stampfs") return true;
+    if (UnescapeMountField(f[4]) == real) type = *(dash + 1);
   }
-  return false;
+  return type;
 }
+
+// True when `dir` is already the mount point of a stampfs mount (whoever
+// serves it: a daemon of another user has its control socket elsewhere).
+bool IsStampfsMountPoint(const std::string& dir) { return MountTypeAt(dir) == "fuse.stampfs"; }
 
 // Holds an exclusive lock on the cache directory for the life of the mount.
 Result<int> LockCacheDir(const std::string& dir) {
@@ -456,6 +467,11 @@ int Unmount(const std::vector<std::string>& args) {
                   "\nnot unmounted: try again, or `umount " + args[0] +
                   "` to leave them to the next mount with that cache directory");
     }
+  }
+  const std::string type = MountTypeAt(args[0]);
+  if (type.empty()) return Fail("unmount: " + args[0] + " is not mounted");
+  if (type != "fuse.stampfs") {
+    return Fail("unmount: " + args[0] + " is a " + type + " mount, not stampfs; not unmounted");
   }
   pid_t pid = fork();
   if (pid == 0) {

@@ -65,6 +65,7 @@ Counter g_errors_eio{"errors.eio"};
 Counter g_errors_erofs{"errors.erofs"};
 Counter g_errors_eacces{"errors.eacces"};
 Counter g_errors_other{"errors.other"};
+Counter g_xattr_absent{"xattr.absent"};
 
 }  // namespace
 
@@ -109,6 +110,9 @@ const fuse_lowlevel_ops* CountedOperations(const fuse_lowlevel_ops* inner) {
 RequestTarget CurrentRequestTarget() { return t_target; }
 
 void CountErrorReply(int err) {
+  // "No such attribute" answers the kernel's own probes (security.capability
+  // on writes, ACLs on ls -l): an outcome, not an error.
+  if (err == ENODATA) return g_xattr_absent.Add();
   g_errors_total.Add();
   switch (err) {
     case EIO:

@@ -17,7 +17,8 @@ namespace stampfs {
 // result), each counted. Call once per process.
 const fuse_lowlevel_ops* CountedOperations(const fuse_lowlevel_ops* inner);
 
-// Counts one error reply (ReplyError in fs/fuse/fuse_ops.cc).
+// Counts one error reply (ReplyError in fs/fuse/fuse_ops.cc); ENODATA (no
+// such xattr) is counted as "xattr.absent", not as an error.
 void CountErrorReply(int err);
 
 // What the operation running on this thread is about, for its log lines:

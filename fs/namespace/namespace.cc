@@ -67,11 +67,11 @@ Status Namespace::InitTables() {
   const std::string& t = options_.table;
   if (!options_.read_only) {
     Status s = blobs_.CreateContainer(c);
-    if (!IsOkOrExists(s)) return s.WithContext("create container " + c);
+    if (!IsOkOrExists(s)) return s;  // the client's message names the container
     s = table_.CreateTable(t);
-    if (!IsOkOrExists(s)) return s.WithContext("create table " + t);
+    if (!IsOkOrExists(s)) return s;
   }
-  STAMPFS_RETURN_IF_ERROR(blobs_.GetContainerProperties(c).WithContext("container " + c));
+  STAMPFS_RETURN_IF_ERROR(blobs_.GetContainerProperties(c));
   auto root = FetchDot(PartitionKeyForDirectory("/"));
   if (root.ok()) {
     if (cache_) cache_->PutEntry(*root, NowMs()).PermitUnchecked();
@@ -81,7 +81,10 @@ Status Namespace::InitTables() {
   if (!root.status().Is(Code::kNotFound)) return root.status().WithContext("table " + t);
   if (options_.read_only) {
     return Status(Code::kNotFound,
-                  "table " + t + " has no root directory and the mount is read-only");
+                  "table " + t + " is missing or has no root directory, and a read-only mount " +
+                      "cannot create it: run `stampfs import " + c +
+                      "` (or one writable mount) with credentials that can write the table, " +
+                      "then mount read-only again");
   }
   Entity format{kFsPartition, kFormatRow, {{"version", kFormatVersion}}, {}};
   Entity counter{kFsPartition, kInoCounterRow, {{"next", static_cast<int64_t>(kRootIno + 1)}}, {}};

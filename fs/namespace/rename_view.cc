@@ -163,8 +163,11 @@ class RollForwardView : public TableStore {
     loaded_ms_ = now;
     auto rows = inner_.QueryPartition(options_.table, kIntentsPartition);
     if (!rows.ok()) {
-      LogWarning("read-only mount: unfinished renames could not be read (shown as stored): " +
-                 rows.status().ToString());
+      // No table (yet): no renames either; the mount says what is missing.
+      if (!rows.status().Is(Code::kNotFound)) {
+        LogWarning("read-only mount: unfinished renames could not be read (shown as stored): " +
+                   rows.status().ToString());
+      }
       return overlays_;
     }
     Overlays next;

@@ -19,6 +19,8 @@
 #     mount.stampfs;
 #   - systemd-analyze verify passes on systemd/ units (skipped with a reason
 #     when it cannot run);
+#   - import/fsck --help, unmount of what is not mounted, getxattr's "no such
+#     attribute" not counted as an error, a wrong key's advice given once;
 #   - no log of the run holds the account key or a SAS signature.
 # The key and SAS parts need Azurite: they are skipped (with a line saying so)
 # when $AZURE_STORAGE_CONNECTION_STRING points elsewhere.
@@ -215,6 +217,29 @@ check "ops.write grew ($before_writes -> $after_writes)" test "$after_writes" -g
 check "the log has debug lines (log_level from the file)" grep -q "stampfs debug:" "${E2E_LOG[$M]}"
 check_fails "stampfs stat of a directory no daemon serves fails" "not served by a running stampfs" \
   "$E2E_STAMPFS" stat "$E2E_TMP"
+
+section "the first minutes: --help, unmount, xattr probes, a wrong key"
+check "stampfs import --help exits 0 with its usage" eval "'$E2E_STAMPFS' import --help | grep -q 'usage: stampfs import'"
+check "stampfs fsck --help exits 0 with its usage" eval "'$E2E_STAMPFS' fsck --help | grep -q 'stampfs fsck CONTAINER'"
+check_fails "stampfs unmount of a directory nothing is mounted on says so" "is not mounted" \
+  "$E2E_STAMPFS" unmount "$E2E_TMP"
+errors0=$(e2e_stat_value "$M" errors.total)
+absent0=$(e2e_stat_value "$M" xattr.absent)
+check "getfattr of an attribute the file lacks fails (ENODATA)" eval "! getfattr -n user.none '$M/f1.bin' 2>/dev/null"
+errors1=$(e2e_stat_value "$M" errors.total)
+absent1=$(e2e_stat_value "$M" xattr.absent)
+check "... counted as xattr.absent ($absent0 -> $absent1), not as an error ($errors0 -> $errors1)" \
+  eval "(( absent1 > absent0 && errors1 == errors0 ))"
+if $EMULATOR; then
+  printf 'DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=QUFBQQ==;BlobEndpoint=%s;TableEndpoint=%s\n' \
+    "$DEV_ACCOUNT" "$BLOB_URL" "$TABLE_URL" >"$E2E_TMP/wrong-key.cs"
+  chmod 600 "$E2E_TMP/wrong-key.cs"
+  mkdir -p "$E2E_TMP/wrong-key-mnt"
+  check "a mount with a wrong key fails with its advice once" eval "
+    ! '$E2E_STAMPFS' mount -f -o connection_string_file='$E2E_TMP/wrong-key.cs',cache_dir='$E2E_TMP/wrong-key-cache' \
+      '$C' '$E2E_TMP/wrong-key-mnt' 2>'$E2E_TMP/wrong-key.err' &&
+    cat '$E2E_TMP/wrong-key.err' && (( \$(grep -o 'check the account name' '$E2E_TMP/wrong-key.err' | wc -l) == 1 ))"
+fi
 
 section "a second mount is refused"
 check_fails "the same mount point" "already mounted by a running stampfs" \

@@ -683,18 +683,35 @@ TEST_F(NamespaceTest, XattrsAreStoredInTheEntryWithCreateAndReplaceFlags) {
   EXPECT_EQ(m.ns->SetXattr(f->ino, "system.posix_acl_access", "x", 0).code(), Code::kNotSupported);
 }
 
-TEST_F(NamespaceTest, ReadOnlyMountRefusesChanges) {
-  NewMount();  // initializes the table
-  auto cache = MetaCache::Open(":memory:");
-  ASSERT_TRUE(cache.ok());
+NamespaceOptions ReadOnlyOptions() {
   NamespaceOptions o;
   o.container = kContainer;
   o.table = kTable;
   o.read_only = true;
-  Namespace ro(*table_, *blobs_, cache->get(), o);
+  return o;
+}
+
+TEST_F(NamespaceTest, ReadOnlyMountRefusesChanges) {
+  NewMount();  // initializes the table
+  auto cache = MetaCache::Open(":memory:");
+  ASSERT_TRUE(cache.ok());
+  Namespace ro(*table_, *blobs_, cache->get(), ReadOnlyOptions());
   ASSERT_TRUE(ro.Init().ok());
   EXPECT_EQ(ro.Create(kRootIno, "f", 0644, 0, 0).status().code(), Code::kReadOnly);
   EXPECT_EQ(ro.Mkdir(kRootIno, "d", 0755, 0, 0).status().code(), Code::kReadOnly);
+}
+
+// A read-only mount of a container no writable mount or import has set up
+// (blobs, no table): the error says what to run.
+TEST_F(NamespaceTest, AReadOnlyMountWithoutATableSaysToImportFirst) {
+  ASSERT_TRUE(blobs_->CreateContainer(kContainer).ok());
+  auto cache = MetaCache::Open(":memory:");
+  ASSERT_TRUE(cache.ok());
+  Namespace ro(*table_, *blobs_, cache->get(), ReadOnlyOptions());
+  Status s = ro.Init();
+  EXPECT_TRUE(s.Is(Code::kNotFound)) << s.ToString();
+  EXPECT_NE(s.message().find("stampfs import " + std::string(kContainer)), std::string::npos)
+      << s.ToString();
 }
 
 }  // namespace
