@@ -428,6 +428,7 @@ Result<Attr> Namespace::NamedAttr(const Located& loc) {
 }
 
 Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
+  SettleOwnRenames();
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
   auto attr = NamedAttr(*loc);

@@ -524,6 +524,13 @@ class Namespace {
   Status FinishExchange(const RenameIntent& intent, bool* settled);
   Status FinishExchangeAcross(const RenameIntent& intent, bool* settled);
   Status FinishPendingRenames();  // REQUIRES: rename_mu_
+  // Before a lookup or a create resolves a name: this mount's renames left
+  // unfinished by an ambiguous failure are finished first (when no rename
+  // runs), so the names under them resolve where the table has them.
+  void SettleOwnRenames();  // REQUIRES: rename_mu_ not held by this thread
+  // A rename finished after its caller saw it fail: the kernel's inode goes
+  // where the table now has it (as Rename does when it succeeds).
+  void RepointFinished(const RenameIntent& done);
   bool MayTakeOver(const RenameIntent& intent) const;
   Status MoveChildren(const std::string& from, const std::string& to, uint64_t dir_ino);
   int64_t NowMs() const;
@@ -556,6 +563,7 @@ class Namespace {
   // This mount's renames whose steps failed after the intent was written
   // (the backend was away): finished before the next rename. GUARDED_BY(rename_mu_)
   std::vector<RenameIntent> pending_renames_;
+  std::atomic<bool> unfinished_renames_{false};  // pending_renames_ not empty (a hint)
   // Point lookups per directory whose listing is not cached (ShouldList).
   static constexpr int kListAfterLookups = 8;
   static constexpr size_t kListPageBudget = 16;

@@ -150,7 +150,10 @@ Result<std::vector<std::string>> Namespace::Exchange(uint64_t parent, const std:
     if (refused && r.status().Is(Code::kPreconditionFailed)) continue;
     if (!r.ok()) {
       // Outcome unknown: the intent (if any) stays, and its roll-forward decides.
-      if (data && !refused) pending_renames_.push_back(intent);
+      if (data && !refused) {
+        pending_renames_.push_back(intent);
+        unfinished_renames_ = true;
+      }
       return r.status();
     }
     inodes_.Move(InoOf(*a), new_parent, new_name);
@@ -162,7 +165,10 @@ Result<std::vector<std::string>> Namespace::Exchange(uint64_t parent, const std:
       Status s = FinishExchange(intent, &settled);
       if (!s.ok()) {
         LogWarning(intent.Describe() + ": blobs not yet under their new names: " + s.ToString());
-        if (!settled) pending_renames_.push_back(intent);
+        if (!settled) {
+          pending_renames_.push_back(intent);
+          unfinished_renames_ = true;
+        }
       }
     }
     return std::vector<std::string>{};

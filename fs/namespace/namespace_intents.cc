@@ -7,8 +7,10 @@
 #include <cerrno>
 
 #include "fs/base/log.h"
+#include "fs/namespace/names.h"
 #include "fs/namespace/namespace.h"
 #include "fs/namespace/table_scan.h"
+#include "storage/table_keys.h"
 
 namespace stampfs {
 
@@ -91,9 +93,31 @@ Status Namespace::FinishPendingRenames() {
     }
     if (!settled)
       return s.WithContext("finishing an earlier " + pending_renames_.front().Describe());
+    RepointFinished(pending_renames_.front());
     pending_renames_.erase(pending_renames_.begin());
   }
+  unfinished_renames_ = false;
   return Status::Ok();
+}
+
+void Namespace::SettleOwnRenames() {
+  if (!unfinished_renames_) return;
+  std::unique_lock<std::mutex> renaming(rename_mu_, std::try_to_lock);
+  if (!renaming.owns_lock()) return;         // a rename runs: it finishes them first
+  FinishPendingRenames().PermitUnchecked();  // no answer: tried again at the next
+}
+
+void Namespace::RepointFinished(const RenameIntent& done) {
+  if (done.exchange || done.Across()) return;  // exchanges keep their inodes' names
+  const std::string to_dir = ParentPath(done.to);
+  auto e = FetchEntry(to_dir, BaseName(done.to), true, false);
+  if (!e.ok() || static_cast<uint64_t>(e->GetInt64("ino")) != done.ino) return;  // not moved
+  auto dot = FetchDot(PartitionKeyForDirectory(to_dir));
+  if (!dot.ok()) return;
+  if (done.is_dir && cache_) {
+    cache_->DropPartition(PartitionKeyForDirectory(done.from)).PermitUnchecked();
+  }
+  inodes_.Move(done.ino, static_cast<uint64_t>(dot->GetInt64("ino")), BaseName(done.to));
 }
 
 // Marks `src` (the source entry, read fresh) with the intent's id, If-Match

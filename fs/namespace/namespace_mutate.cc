@@ -62,6 +62,7 @@ Result<Attr> Namespace::InsertEntry(uint64_t parent, const Located& loc, const E
 Result<Attr> Namespace::Mkdir(uint64_t parent, const std::string& name, uint32_t mode, uint32_t uid,
                               uint32_t gid) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  SettleOwnRenames();
   auto loc = Locate(parent, name, true);
   STAMPFS_RETURN_IF_ERROR(loc);
   auto ino = AllocateIno();
@@ -229,6 +230,7 @@ Result<Attr> Namespace::Create(uint64_t parent, const std::string& name, uint32_
 Result<Attr> Namespace::CreateNode(uint64_t parent, const std::string& name, uint32_t mode,
                                    uint64_t rdev, uint32_t uid, uint32_t gid, bool deferred) {
   if (options_.read_only) return Status(Code::kReadOnly, "read-only mount");
+  SettleOwnRenames();
   auto loc = Locate(parent, name, true);
   STAMPFS_RETURN_IF_ERROR(loc);
   auto ino = AllocateIno();
