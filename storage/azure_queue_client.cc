@@ -1,7 +1,6 @@
 // QueueStore over the Azure Queue REST API (Azure and Azurite). Shared Key
 // signs as for blobs; a SAS and Entra ID tokens as for the other services.
 #include <algorithm>
-#include <pugixml.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,27 +33,16 @@ class AzureQueueClient final : public QueueStore {
 
   Result<std::vector<QueueMessage>> GetMessages(const std::string& queue, int max,
                                                 std::chrono::seconds visibility) override {
-    STAMPFS_RETURN_IF_ERROR(CheckQueueName(queue));
-    const std::string context = "get messages of queue " + queue;
-    Query q = {{"numofmessages", std::to_string(std::clamp(max, 1, kMaxQueueMessagesPerGet))},
-               {"visibilitytimeout", std::to_string(std::max<int64_t>(1, visibility.count()))}};
-    auto r = Call(NewRequest("GET", Url("/" + queue + "/messages", q)), context);
-    if (!r.ok()) return r.status();
-    auto messages = ParseQueueMessagesXml(r->body);
-    if (!messages.ok()) return messages.status().WithContext(context);
-    return messages;
+    return Messages(
+        queue,
+        {{"numofmessages", Count(max)},
+         {"visibilitytimeout", std::to_string(std::max<int64_t>(1, visibility.count()))}},
+        "get messages of queue " + queue);
   }
 
   Result<std::vector<QueueMessage>> PeekMessages(const std::string& queue, int max) override {
-    STAMPFS_RETURN_IF_ERROR(CheckQueueName(queue));
-    const std::string context = "peek messages of queue " + queue;
-    Query q = {{"peekonly", "true"},
-               {"numofmessages", std::to_string(std::clamp(max, 1, kMaxQueueMessagesPerGet))}};
-    auto r = Call(NewRequest("GET", Url("/" + queue + "/messages", q)), context);
-    if (!r.ok()) return r.status();
-    auto messages = ParseQueueMessagesXml(r->body);
-    if (!messages.ok()) return messages.status().WithContext(context);
-    return messages;
+    return Messages(queue, {{"peekonly", "true"}, {"numofmessages", Count(max)}},
+                    "peek messages of queue " + queue);
   }
 
   Status DeleteMessage(const std::string& queue, const std::string& id,
@@ -80,6 +68,21 @@ class AzureQueueClient final : public QueueStore {
   }
 
  private:
+  static std::string Count(int max) {
+    return std::to_string(std::clamp(max, 1, kMaxQueueMessagesPerGet));
+  }
+
+  // GET QUEUE/messages with `query` (a get or a peek).
+  Result<std::vector<QueueMessage>> Messages(const std::string& queue, const Query& query,
+                                             const std::string& context) {
+    STAMPFS_RETURN_IF_ERROR(CheckQueueName(queue));
+    auto r = Call(NewRequest("GET", Url("/" + queue + "/messages", query)), context);
+    if (!r.ok()) return r.status();
+    auto messages = ParseQueueMessagesXml(r->body);
+    if (!messages.ok()) return messages.status().WithContext(context);
+    return messages;
+  }
+
   std::string Url(const std::string& path, const Query& query = {}) const {
     return WithQuery(account_.queue_endpoint + path, query);
   }

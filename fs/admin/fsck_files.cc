@@ -21,11 +21,6 @@ namespace stampfs {
 
 namespace {
 
-std::string BlobOf(const Entity& e, const std::string& path) {
-  const std::string* b = e.GetString("blob");
-  return b && !b->empty() ? *b : BlobNameFor(path);
-}
-
 // Blobs that no file entry names and folder markers whose directory has no
 // entry. `removed(pk, rk)` hides entries a repair deleted.
 template <typename Removed>
@@ -37,7 +32,7 @@ std::set<std::string> Unreferenced(const TableScan& scan, const std::vector<Blob
     for (const auto& [rk, e] : part.entries) {
       if (removed(pk, rk) || EntryType(e) != S_IFREG) continue;
       auto name = NameOfEntry(e);
-      if (name.ok() && !IsLinkName(e)) named.insert(BlobOf(e, JoinPath(part.path, *name)));
+      if (name.ok() && !IsLinkName(e)) named.insert(EntryBlobName(e, JoinPath(part.path, *name)));
     }
   }
   for (const Entity& e : scan.other) {  // hard-linked files' blobs
@@ -65,11 +60,11 @@ void Fsck::CheckFiles() {
   std::map<std::string, std::vector<std::string>> paths_of_blob;
   for (const EntryRef& ref : Entries(S_IFREG)) {
     if (IsLinkName(*ref.entry)) continue;  // CheckLinks
-    paths_of_blob[BlobOf(*ref.entry, ref.path)].push_back(ref.path);
+    paths_of_blob[EntryBlobName(*ref.entry, ref.path)].push_back(ref.path);
   }
   for (const EntryRef& ref : Entries(S_IFREG)) {
     if (IsLinkName(*ref.entry)) continue;
-    const std::string blob = BlobOf(*ref.entry, ref.path);
+    const std::string blob = EntryBlobName(*ref.entry, ref.path);
     if (const auto& paths = paths_of_blob[blob]; paths.size() > 1) {
       if (paths.front() == ref.path) {
         std::string all;

@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "fs/admin/fsck.h"
-#include "fs/namespace/hard_links.h"
 #include "fs/admin/import_plan.h"
 #include "fs/namespace/blob_entry.h"
+#include "fs/namespace/hard_links.h"
 #include "fs/namespace/inode_table.h"
+#include "fs/namespace/names.h"
 
 namespace stampfs {
 
@@ -33,8 +34,7 @@ void Fsck::CheckLinks() {
     if (IsLinkName(*ref.entry)) {
       names[static_cast<uint64_t>(ref.entry->GetInt64("ino"))].push_back(ref.path);
     } else if (EntryType(*ref.entry) == S_IFREG) {
-      const std::string* b = ref.entry->GetString("blob");
-      entry_blobs.insert(b && !b->empty() ? *b : BlobNameFor(ref.path));
+      entry_blobs.insert(EntryBlobName(*ref.entry, ref.path));
     }
   }
   std::set<uint64_t> recorded;

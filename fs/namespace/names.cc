@@ -56,6 +56,11 @@ void SetEntryName(const std::string& name, Entity* entry) {
   }
 }
 
+std::string EntryBlobName(const Entity& entry, const std::string& path) {
+  const std::string* b = entry.GetString("blob");
+  return b && !b->empty() ? *b : BlobNameFor(path);
+}
+
 std::vector<std::string> SplitFields(const std::string& text, char sep) {
   std::vector<std::string> parts;
   size_t start = 0;

@@ -31,5 +31,8 @@ std::string BaseName(const std::string& path);
 Result<std::string> NameOfEntry(const Entity& entry);
 // Sets the "name" property when `name`'s RowKey is hashed, removes it otherwise.
 void SetEntryName(const std::string& name, Entity* entry);
+// The blob a file entry at `path` names: its "blob" property, else the
+// path's own (BlobNameFor).
+std::string EntryBlobName(const Entity& entry, const std::string& path);
 
 }  // namespace stampfs

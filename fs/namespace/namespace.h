@@ -524,6 +524,9 @@ class Namespace {
   Status FinishExchange(const RenameIntent& intent, bool* settled);
   Status FinishExchangeAcross(const RenameIntent& intent, bool* settled);
   Status FinishPendingRenames();  // REQUIRES: rename_mu_
+  // A rename decided (its intent written) whose outcome is not known yet:
+  // finished later (FinishPendingRenames). REQUIRES: rename_mu_
+  void LeaveUnfinished(const RenameIntent& intent);
   // Before a lookup or a create resolves a name: this mount's renames left
   // unfinished by an ambiguous failure are finished first (when no rename
   // runs), so the names under them resolve where the table has them.

@@ -150,10 +150,7 @@ Result<std::vector<std::string>> Namespace::Exchange(uint64_t parent, const std:
     if (refused && r.status().Is(Code::kPreconditionFailed)) continue;
     if (!r.ok()) {
       // Outcome unknown: the intent (if any) stays, and its roll-forward decides.
-      if (data && !refused) {
-        pending_renames_.push_back(intent);
-        unfinished_renames_ = true;
-      }
+      if (data && !refused) LeaveUnfinished(intent);
       return r.status();
     }
     inodes_.Move(InoOf(*a), new_parent, new_name);
@@ -165,10 +162,7 @@ Result<std::vector<std::string>> Namespace::Exchange(uint64_t parent, const std:
       Status s = FinishExchange(intent, &settled);
       if (!s.ok()) {
         LogWarning(intent.Describe() + ": blobs not yet under their new names: " + s.ToString());
-        if (!settled) {
-          pending_renames_.push_back(intent);
-          unfinished_renames_ = true;
-        }
+        if (!settled) LeaveUnfinished(intent);
       }
     }
     return std::vector<std::string>{};

@@ -100,6 +100,11 @@ Status Namespace::FinishPendingRenames() {
   return Status::Ok();
 }
 
+void Namespace::LeaveUnfinished(const RenameIntent& intent) {
+  pending_renames_.push_back(intent);
+  unfinished_renames_ = true;
+}
+
 void Namespace::SettleOwnRenames() {
   if (!unfinished_renames_) return;
   std::unique_lock<std::mutex> renaming(rename_mu_, std::try_to_lock);

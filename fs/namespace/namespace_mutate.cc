@@ -139,20 +139,16 @@ void Namespace::FinishMkdirs() {
     auto dot = table_.Get(options_.table, pk, kDotRowKey);
     if (!dot.ok() && !dot.status().Is(Code::kNotFound)) continue;
     if (dot.ok() && static_cast<uint64_t>(dot->GetInt64("ino")) == ino) {
-      QueryOptions q;
-      q.filter = FilterPartition(pk);
-      q.top = 2;
-      table_requests++;
-      auto page = table_.QueryPage(options_.table, q, "", "");
-      if (!page.ok()) continue;
-      if (page->entities.size() > 1) {
+      auto empty = CheckEmpty(pk);
+      if (empty.status().Is(Code::kNotEmpty)) {
         LogWarning("mkdir " + path + " was interrupted, and its partition holds entries: " +
                    "left to stampfs fsck");
       } else {
+        if (!empty.ok()) continue;
         table_requests++;
         Status s = table_.Delete(options_.table, pk, kDotRowKey, Condition::IfMatch(dot->etag));
         if (!s.ok() && !s.Is(Code::kNotFound) && !s.Is(Code::kPreconditionFailed)) continue;
-        if (cache_) cache_->DropPartition(pk).PermitUnchecked();
+        cache_->DropPartition(pk).PermitUnchecked();
         LogInfo("mkdir " + path + " was interrupted (a crash): its \".\" row is removed");
       }
     }

@@ -186,11 +186,9 @@ std::optional<Result<Entity>> Namespace::ChangePending(uint64_t ino,
   if (!sent_to.empty()) {
     // Renamed (in memory) while the data was sent: that blob is no entry's.
     const Entity& e = it->second.entry;
-    const std::string* named = e.GetString("blob");
     auto name = NameOfEntry(e);
-    const std::string at = named && !named->empty() ? *named
-                           : name.ok() ? BlobNameFor(JoinPath(it->second.dir_path, *name))
-                                       : std::string();
+    const std::string at =
+        name.ok() ? EntryBlobName(e, JoinPath(it->second.dir_path, *name)) : std::string();
     if (at != sent_to) {
       return Result<Entity>(
           Status(Code::kStale, "renamed to " + at + " while its data was sent to " + sent_to));

@@ -276,10 +276,7 @@ Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::s
     Status s = FinishRename(intent, &orphaned, &settled);
     if (!s.ok()) {
       // Decided but unfinished: the next rename, the next mount or fsck finishes it.
-      if (!settled) {
-        pending_renames_.push_back(intent);
-        unfinished_renames_ = true;
-      }
+      if (!settled) LeaveUnfinished(intent);
       return s;
     }
   }

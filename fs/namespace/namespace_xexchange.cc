@@ -93,10 +93,7 @@ Result<bool> Namespace::ExchangeAcross(const Located& from, const Located& to, c
   bool settled = false;
   Status s = FinishExchangeAcross(intent, &settled);
   if (s.Is(Code::kPreconditionFailed) && settled) return false;
-  if (!s.ok() && !settled) {
-    pending_renames_.push_back(intent);
-    unfinished_renames_ = true;
-  }
+  if (!s.ok() && !settled) LeaveUnfinished(intent);
   STAMPFS_RETURN_IF_ERROR(s);
   return true;
 }
