@@ -2,11 +2,15 @@
 #include "fs/admin/import.h"
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <set>
+#include <thread>
 
-#include "fs/namespace/attr.h"
-#include "fs/namespace/hard_links.h"
 #include "fs/admin/import_plan.h"
+#include "fs/namespace/attr.h"
+#include "fs/namespace/blob_entry.h"
+#include "fs/namespace/hard_links.h"
 #include "fs/namespace/names.h"
 #include "fs/namespace/namespace.h"
 #include "fs/namespace/table_scan.h"
@@ -56,7 +60,78 @@ void Count(const PendingWrite& pw, ImportReport* report) {
   }
 }
 
+// Directories whose writes may run at once (each is its own partition).
+constexpr size_t kParallelDirectories = 16;
+
+// Runs `fn` on each of `items` with up to `width` threads.
+template <typename T, typename Fn>
+void ForEachParallel(const std::vector<T>& items, size_t width, const Fn& fn) {
+  if (items.size() <= 1 || width <= 1) {
+    for (const T& item : items) fn(item);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < std::min(width, items.size()); ++t) {
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < items.size(); i = next++) fn(items[i]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
 }  // namespace
+
+// Directories of one depth are independent: a directory's writes touch its
+// own partition, and its entry is in its parent's, one level up. So each
+// level runs in parallel, and a level starts once the deeper one is done: a
+// directory that failed is known before its parent would enter it.
+void WritePlan(TableStore& table, const std::string& table_name, ImportPlan& plan,
+               ImportReport* report, const std::function<void(uint64_t)>& written) {
+  std::mutex mu;  // report, done, written
+  uint64_t done = 0;
+  auto write_dir = [&](DirWork* w) {
+    if (w->blocked) return;
+    std::vector<const PendingWrite*> writes;
+    for (const PendingWrite& pw : w->writes) {
+      if (pw.kind == PendingWrite::Kind::kInsertDir && plan.dirs.at(pw.child_path).failed) continue;
+      writes.push_back(&pw);
+    }
+    if (writes.empty() && !w->write_dot) return;
+    const Condition dot_condition = w->write_dot ? Condition::None() : Condition::IfMatch("*");
+    const uint64_t dot_ino = w->write_dot ? w->ino : 0;
+    // A new directory shows its own mtime, not the time of the import (its
+    // "." row's "touched" is the time of the last change of its entries).
+    const int64_t touched = w->write_dot ? w->mtime_ns : 0;
+    size_t start = 0;
+    do {
+      const size_t end = std::min(writes.size(), start + kEntriesPerBatch);
+      std::vector<TableOperation> ops;
+      for (size_t i = start; i < end; ++i) ops.push_back(OperationFor(*writes[i], plan));
+      ops.push_back(TouchDirectory(w->path, dot_condition, dot_ino, touched));
+      Status s = ExecuteInBatches(table, table_name, ops);
+      std::lock_guard<std::mutex> lock(mu);
+      if (!s.ok()) {
+        w->failed = true;
+        report->failed_directories++;
+        report->errors.push_back(w->path + ": " + s.ToString() + " (" + std::to_string(start) +
+                                 " of " + std::to_string(writes.size()) + " entries written)");
+        break;
+      }
+      for (size_t i = start; i < end; ++i) Count(*writes[i], report);
+      done += end - start;
+      if (written) written(done);
+      start = end;
+    } while (start < writes.size());
+  };
+  const std::vector<DirWork*> order = DeepestFirst(&plan);
+  for (size_t i = 0; i < order.size();) {
+    std::vector<DirWork*> level;
+    const size_t depth = Depth(*order[i]);
+    for (; i < order.size() && Depth(*order[i]) == depth; ++i) level.push_back(order[i]);
+    ForEachParallel(level, kParallelDirectories, write_dir);
+  }
+}
 
 Importer::Importer(TableStore& table, BlobStore& blobs, ImportOptions options)
     : table_(table), blobs_(blobs), options_(std::move(options)) {
@@ -109,45 +184,12 @@ Status Importer::MarkImport(const std::string& state, const ImportReport* report
   return StatusOf(r).WithContext("record the import state");
 }
 
-// Each directory deepest first: its entry writes in transactions of at most
-// 99 plus the merge of its "." row (creating it when new). A directory whose
-// partition failed is not entered in its parent, so a failure never leaves an
-// entry without its "." row; running the import again finishes it.
 void Importer::Write(ImportPlan& plan, ImportReport* report) {
   Report(ImportProgress::Phase::kWriting);  // the rate counts from here
-  for (DirWork* w : DeepestFirst(&plan)) {
-    if (w->blocked) continue;
-    std::vector<const PendingWrite*> writes;
-    for (const PendingWrite& pw : w->writes) {
-      if (pw.kind == PendingWrite::Kind::kInsertDir && plan.dirs.at(pw.child_path).failed) continue;
-      writes.push_back(&pw);
-    }
-    if (writes.empty() && !w->write_dot) continue;
-    const Condition dot_condition = w->write_dot ? Condition::None() : Condition::IfMatch("*");
-    const uint64_t dot_ino = w->write_dot ? w->ino : 0;
-    // A new directory shows its own mtime, not the time of the import (its
-    // "." row's "touched" is the time of the last change of its entries).
-    const int64_t touched = w->write_dot ? w->mtime_ns : 0;
-    size_t start = 0;
-    do {
-      const size_t end = std::min(writes.size(), start + kEntriesPerBatch);
-      std::vector<TableOperation> ops;
-      for (size_t i = start; i < end; ++i) ops.push_back(OperationFor(*writes[i], plan));
-      ops.push_back(TouchDirectory(w->path, dot_condition, dot_ino, touched));
-      Status s = ExecuteInBatches(table_, options_.table, ops);
-      if (!s.ok()) {
-        w->failed = true;
-        report->failed_directories++;
-        report->errors.push_back(w->path + ": " + s.ToString() + " (" + std::to_string(start) +
-                                 " of " + std::to_string(writes.size()) + " entries written)");
-        break;
-      }
-      for (size_t i = start; i < end; ++i) Count(*writes[i], report);
-      progress_.ops_written += end - start;
-      Report(ImportProgress::Phase::kWriting);
-      start = end;
-    } while (start < writes.size());
-  }
+  WritePlan(table_, options_.table, plan, report, [this](uint64_t written) {
+    progress_.ops_written = written;
+    Report(ImportProgress::Phase::kWriting);
+  });
 }
 
 Result<ImportReport> Importer::Run() {
@@ -253,6 +295,15 @@ Result<bool> Importer::ShouldAutoImport(TableStore& table, BlobStore& blobs,
   auto page = blobs.ListBlobsPage(container, lo, "");
   STAMPFS_RETURN_IF_ERROR(page);
   return !page->blobs.empty();
+}
+
+Result<bool> Importer::HoldsStampfsBlobs(BlobStore& blobs, const std::string& container) {
+  ListOptions lo;
+  lo.include_metadata = true;
+  auto page = blobs.ListBlobsPage(container, lo, "");
+  STAMPFS_RETURN_IF_ERROR(page);
+  return std::any_of(page->blobs.begin(), page->blobs.end(),
+                     [](const BlobItem& b) { return BlobMeta(b, "stampfs") != nullptr; });
 }
 
 }  // namespace stampfs

@@ -97,6 +97,9 @@ class Importer {
   static Result<bool> ShouldAutoImport(TableStore& table, BlobStore& blobs,
                                        const std::string& container,
                                        const std::string& table_name);
+  // Whether the first page of the container's listing holds a blob stampfs
+  // wrote (metadata "stampfs"): a stampfs container whose table is gone.
+  static Result<bool> HoldsStampfsBlobs(BlobStore& blobs, const std::string& container);
 
  private:
   Status EnsureFilesystem();

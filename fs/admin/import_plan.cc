@@ -238,7 +238,8 @@ class DirPlanner {
     if (existing) {
       plan_->unchanged++;
       child.ino = static_cast<uint64_t>(existing->GetInt64("ino"));
-      child.write_dot = !part || !part->dot;  // an unfinished rmdir: "." again
+      // An unfinished rmdir: "." again (known only when its partition was read).
+      child.write_dot = !in_.one_directory && (!part || !part->dot);
       return;
     }
     // A "." row without an entry (an unfinished mkdir) is adopted.
@@ -344,6 +345,23 @@ ImportPlan PlanImport(const PlanInputs& in, std::vector<ImportProblem>* problems
   return plan;
 }
 
+ImportPlan PlanDirectory(const PlanInputs& in, const std::string& dir,
+                         std::vector<ImportProblem>* problems) {
+  ImportPlan plan;
+  DirPlanner planner(in, &plan, problems);
+  auto node = in.tree.dirs.find(dir);
+  if (node != in.tree.dirs.end()) {
+    planner.Plan(dir, node->second);
+  } else {
+    planner.PlanRemovals(dir, &plan.dirs[dir]);
+    plan.dirs[dir].path = dir;
+  }
+  for (const PendingWrite& pw : plan.dirs[dir].writes) {
+    if (pw.kind == PendingWrite::Kind::kDelete) plan.total_writes++;
+  }
+  return plan;
+}
+
 void AssignInodes(uint64_t first, ImportPlan* plan) {
   uint64_t next = first;
   for (auto& [path, w] : plan->dirs) {
@@ -359,14 +377,15 @@ void AssignInodes(uint64_t first, ImportPlan* plan) {
   }
 }
 
+size_t Depth(const DirWork& w) {
+  return w.path == "/" ? 0 : static_cast<size_t>(std::count(w.path.begin(), w.path.end(), '/'));
+}
+
 std::vector<DirWork*> DeepestFirst(ImportPlan* plan) {
   std::vector<DirWork*> out;
   for (auto& [path, w] : plan->dirs) out.push_back(&w);
-  auto depth = [](const DirWork* w) {
-    return w->path == "/" ? 0 : std::count(w->path.begin(), w->path.end(), '/');
-  };
   std::stable_sort(out.begin(), out.end(),
-                   [&](const DirWork* a, const DirWork* b) { return depth(a) > depth(b); });
+                   [](const DirWork* a, const DirWork* b) { return Depth(*a) > Depth(*b); });
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -72,12 +73,30 @@ struct PlanInputs {
   const std::set<std::string>& blob_names;  // every listed blob
   const ImportOptions& options;
   int64_t now_ns = 0;
+  // The scan holds only the planned directory's partition (and the "."
+  // rows of new subdirectories, if any): subdirectories with an entry are
+  // left as they are (PlanDirectory).
+  bool one_directory = false;
 };
 
 ImportPlan PlanImport(const PlanInputs& in, std::vector<ImportProblem>* problems);
+// The writes that bring directory `dir` of the tree (and nothing above it)
+// to its blobs: new subdirectories get entries and "." rows, their contents
+// are left for their own turn (fs/admin/dir_refresh.h).
+ImportPlan PlanDirectory(const PlanInputs& in, const std::string& dir,
+                         std::vector<ImportProblem>* problems);
 // Gives new directories and new files consecutive numbers from `first`.
 void AssignInodes(uint64_t first, ImportPlan* plan);
+// The number of components of a directory's path ("/": 0, "/a/b": 2).
+size_t Depth(const DirWork& w);
 // Directories of the plan, deepest first (the order the writes must follow).
 std::vector<DirWork*> DeepestFirst(ImportPlan* plan);
+// Writes a planned import (inodes assigned), each directory deepest first:
+// its entry writes in transactions of at most 99 plus the merge of its "."
+// row (creating it when new). A directory whose partition failed is not
+// entered in its parent, so a failure never leaves an entry without its "."
+// row; planning again finishes it. `written` gets the count of writes done.
+void WritePlan(TableStore& table, const std::string& table_name, ImportPlan& plan,
+               ImportReport* report, const std::function<void(uint64_t)>& written = {});
 
 }  // namespace stampfs

@@ -262,10 +262,19 @@ int FsckCommand(const std::vector<std::string>& args) {
 }
 
 Status AutoImportIfNeeded(TableStore& table, BlobStore& blobs, const std::string& container,
-                          const std::string& table_name) {
+                          const std::string& table_name, bool lazily) {
   auto needed = Importer::ShouldAutoImport(table, blobs, container, table_name);
   STAMPFS_RETURN_IF_ERROR(needed);
   if (!*needed) return Status::Ok();
+  if (lazily) {
+    auto ours = Importer::HoldsStampfsBlobs(blobs, container);
+    STAMPFS_RETURN_IF_ERROR(ours);
+    if (!*ours) {
+      LogInfo("container " + container + " has blobs the table does not know: each directory " +
+              "is adopted when it is first read (stampfs import adopts them all at once)");
+      return Status::Ok();
+    }
+  }
   LogInfo("container " + container + " has blobs the table does not know: importing them");
   ImportOptions o;
   o.container = container;

@@ -39,8 +39,10 @@ std::string AdminUsage();
 // Importer::ShouldAutoImport says so (a new table over a container with
 // blobs, or an import that did not finish), logging a summary and every
 // blob not imported. Fails only when the import could not run or a write
-// failed.
+// failed. `lazily` (-o foreign_ttl): nothing is imported up front unless
+// the container holds blobs stampfs wrote (a table lost: only an import
+// adopts those); each directory is adopted when first read instead.
 Status AutoImportIfNeeded(TableStore& table, BlobStore& blobs, const std::string& container,
-                          const std::string& table_name);
+                          const std::string& table_name, bool lazily);
 
 }  // namespace stampfs

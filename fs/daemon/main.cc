@@ -25,17 +25,18 @@
 #include "cache/block_cache.h"
 #include "cache/meta_cache.h"
 #include "fs/admin/discovery.h"
+#include "fs/admin/foreign_view.h"
+#include "fs/base/log.h"
 #include "fs/daemon/admin_cli.h"
 #include "fs/daemon/control_socket.h"
-#include "fs/data/file_data.h"
-#include "fs/fuse/fuse_ops.h"
-#include "fs/base/log.h"
 #include "fs/daemon/mount_config.h"
 #include "fs/daemon/mount_options.h"
-#include "fs/namespace/namespace.h"
-#include "fs/fuse/op_counters.h"
-#include "fs/namespace/rename_view.h"
 #include "fs/daemon/stat_cli.h"
+#include "fs/data/file_data.h"
+#include "fs/fuse/fuse_ops.h"
+#include "fs/fuse/op_counters.h"
+#include "fs/namespace/namespace.h"
+#include "fs/namespace/rename_view.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
 #include "storage/sas.h"
@@ -269,6 +270,9 @@ int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns,
   fuse_session* se =
       fuse_session_new(&args, CountedOperations(FuseOperations()), sizeof(fuse_lowlevel_ops), &ctx);
   if (!se) return Fail("cannot create the FUSE session");
+  // Attributes only (offset -1): no page lock is taken, so a read or open
+  // handler may call it for its own inode.
+  data.OnKernelStale([se](uint64_t ino) { fuse_lowlevel_notify_inval_inode(se, ino, -1, 0); });
   int rc = 1;
   if (fuse_set_signal_handlers(se) == 0) {
     if (fuse_session_mount(se, o.mountpoint.c_str()) == 0) {
@@ -301,6 +305,7 @@ int Serve(const MountOptions& o, const std::string& control_path, Namespace& ns,
     }
     fuse_remove_signal_handlers(se);
   }
+  data.OnKernelStale(nullptr);
   fuse_session_destroy(se);
   LogInfo("unmounted " + o.mountpoint);
   return rc;
@@ -404,7 +409,7 @@ int Mount(const std::vector<std::string>& args) {
   }
   // First mount of a container that other tools filled: import its blobs.
   if (!o.read_only) {
-    Status imported = AutoImportIfNeeded(*table, *blobs, o.container, o.table);
+    Status imported = AutoImportIfNeeded(*table, *blobs, o.container, o.table, o.foreign_ttl > 0);
     if (!imported.ok()) {
       return Fail("automatic import of " + o.container + " failed: " + imported.ToString() +
                   HintFor(imported) + "; run stampfs import " + o.container);
@@ -413,6 +418,20 @@ int Mount(const std::vector<std::string>& args) {
   if (!o.read_only) {
     Status range = ns.ReserveInoRange();
     if (!range.ok()) LogWarning("inode numbers not reserved at mount: " + range.ToString());
+  }
+  // -o foreign_ttl: directories read are checked against their blobs.
+  std::unique_ptr<ForeignView> foreign;
+  if (o.foreign_ttl > 0 && !o.read_only) {
+    ImportOptions io;
+    io.container = o.container;
+    io.table = o.table;
+    io.uid = getuid();
+    io.gid = getgid();
+    foreign = std::make_unique<ForeignView>(
+        *table, *blobs, io, static_cast<int64_t>(o.foreign_ttl * 1000), nso.offline_after_ms);
+    ns.OnDirectoryRead([&foreign](const std::string& dir) { return foreign->Check(dir); });
+    RegisterGauge("foreign.checks", [&foreign] { return foreign->stats().checks; });
+    RegisterGauge("foreign.changes", [&foreign] { return foreign->stats().changes; });
   }
   Status root = ns.ListRoot();
   if (!root.ok()) LogWarning("root directory not listed at mount: " + root.ToString());

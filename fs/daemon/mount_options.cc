@@ -63,7 +63,7 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
   if (auto it = kStrings.find(key); it != kStrings.end()) {
     o->*(it->second) = value;
   } else if (key == "attr_timeout" || key == "shutdown_timeout" || key == "discover" ||
-             key == "token_refresh_margin" || key == "offline_after") {
+             key == "token_refresh_margin" || key == "offline_after" || key == "foreign_ttl") {
     const double limit = key == "shutdown_timeout" ? 3600 : 86400;
     char* end = nullptr;
     double v = std::strtod(value.c_str(), &end);
@@ -74,6 +74,7 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
     }
     (key == "attr_timeout"           ? o->attr_timeout
      : key == "discover"             ? o->discover
+     : key == "foreign_ttl"          ? o->foreign_ttl
      : key == "offline_after"        ? o->offline_after
      : key == "token_refresh_margin" ? o->token_refresh_margin
                                      : o->shutdown_timeout) = v;
@@ -415,8 +416,11 @@ command line.
                               the next N small files fetched ahead in parallel (default
                               32; 0: off)
   -o dir_readahead_size=SIZE  the largest file fetched so (default 1M; one block at most)
-  -o discover=SECONDS         import what other tools wrote to the container this often
-                              (as stampfs import --refresh; default 0: never)
+  -o foreign_ttl=SECONDS      a directory being listed (or a name looked up and not
+                              found) is checked against its blobs at most this often,
+                              so what other tools write shows up (default 30; 0: never)
+  -o discover=SECONDS         import what other tools wrote to the whole container this
+                              often (as stampfs import --refresh; default 0: never)
   -o shutdown_timeout=SECONDS at unmount/SIGTERM, commit dirty files this long at most
                               (default 30); what is left stays journaled
   -o uid=N, -o gid=N          show every file as owned by N

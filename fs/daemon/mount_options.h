@@ -63,6 +63,8 @@ struct MountOptions {
   std::string inline_sas_token;
   double shutdown_timeout = 30.0;  // seconds to commit dirty files at unmount
   double discover = 0;             // seconds between imports of foreign blobs (0: never)
+  // A directory read is checked against its blobs at most this often (0: never).
+  double foreign_ttl = 30;
   std::string log_level = "info";
   uint64_t cache_size = 1ull << 30;  // block cache cap in bytes (-o cache_size=SIZE)
   uint64_t block_size = 4ull << 20;  // base block size of new files (-o block_size=SIZE)

@@ -160,6 +160,13 @@ class FileData {
   // The file's name changed: a journal row of its changes follows (a replay
   // after a crash commits them under the new name).
   void Renamed(uint64_t ino);
+  // Told of every inode whose size or data this mount learned changed under
+  // the kernel's cached copy (another tool's version adopted at open or at a
+  // first read): the kernel's attributes of it are to be dropped, so a read
+  // past the size it knew asks again. Set before serving (not synchronized).
+  void OnKernelStale(std::function<void(uint64_t ino)> listener) {
+    kernel_stale_ = std::move(listener);
+  }
   // A rename copied the file's blob (Namespace::OnBlobMoved): its cached
   // version is the copy's now.
   void BlobMoved(const BlobMove& move);
@@ -468,6 +475,7 @@ class FileData {
   int64_t unanswered_swept_ms_ = 0;          // GUARDED_BY(unanswered_mu_)
   bool Replacing(uint64_t ino);
   RecentVersions recent_;  // files closed lately: version and committed attributes
+  std::function<void(uint64_t)> kernel_stale_;
   std::atomic<uint64_t> blob_requests_{0};
   std::atomic<int> streams_{0};  // running; at most fetch_threads
   // The commit queue: closed files with changes, and directories with a

@@ -38,7 +38,8 @@ Status WriteDirMarker(BlobStore& blobs, const std::string& container, const std:
                           {"mode", std::to_string(attr.mode)},
                           {"uid", std::to_string(attr.uid)},
                           {"gid", std::to_string(attr.gid)},
-                          {"mtime", FormatBlobMtime(attr.mtime_ns)}};
+                          {"mtime", FormatBlobMtime(attr.mtime_ns)},
+                          {"stampfs", "1"}};  // a mount's own: fs/admin/dir_refresh.h
   const std::string blob = BlobNameFor(path);
   if (IsLongPathBlob(blob)) return Status::Ok();  // a long path has no marker
   auto put = blobs.PutString(container, blob, "", meta, Condition::IfNoneMatchAny());

@@ -432,6 +432,9 @@ Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
   auto attr = NamedAttr(*loc);
+  if (attr.status().Is(Code::kNotFound) && ForeignChanged(loc->parent_path)) {
+    attr = NamedAttr(*loc);
+  }
   STAMPFS_RETURN_IF_ERROR(attr);
   if (RemovedHere(attr->ino)) {
     // Read before this mount's unlink or rename over the name finished (the
@@ -472,9 +475,22 @@ Result<Attr> Namespace::GetAttr(uint64_t ino) {
   return WithDirectoryAttrs(path, *attr);
 }
 
+bool Namespace::ForeignChanged(const std::string& dir_path) {
+  if (!foreign_check_ || !foreign_check_(dir_path)) return false;
+  if (cache_) cache_->DropPartition(PartitionKeyForDirectory(dir_path)).PermitUnchecked();
+  return true;
+}
+
+bool Namespace::CheckDirectoryOf(uint64_t ino) {
+  if (!foreign_check_) return false;
+  auto path = inodes_.PathOf(ino);
+  return path && *path != "/" && ForeignChanged(ParentPath(*path));
+}
+
 Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
   auto path = PathOf(ino);
   STAMPFS_RETURN_IF_ERROR(path);
+  ForeignChanged(*path);
   auto entities = FetchListing(*path);
   STAMPFS_RETURN_IF_ERROR(entities);
   std::vector<Entity> pending = PendingIn(PartitionKeyForDirectory(*path));

@@ -285,6 +285,18 @@ class Namespace {
     blob_moved_ = std::move(listener);
   }
 
+  // Other tools' changes (fs/admin/foreign_view.h): asked before a listing
+  // of a directory and after a lookup in it found nothing. It returns true
+  // when it changed the directory's entries in the table; the cached copy
+  // of the directory is dropped then. Set before serving (not synchronized).
+  void OnDirectoryRead(std::function<bool(const std::string& dir_path)> check) {
+    foreign_check_ = std::move(check);
+  }
+
+  // OnDirectoryRead's check of the directory holding `ino` (a file about to
+  // be opened). True when it changed that directory.
+  bool CheckDirectoryOf(uint64_t ino);
+
   const NamespaceOptions& options() const { return options_; }
   // Attributes as shown to the kernel (uid/gid/umask overrides applied).
   Attr Present(Attr attr) const;
@@ -619,6 +631,9 @@ class Namespace {
   std::string mount_id_;  // random, names this instance in the intents it writes
   std::string host_;
   std::function<void(const BlobMove&)> blob_moved_;
+  std::function<bool(const std::string&)> foreign_check_;
+  // foreign_check_ of `dir_path`: true when it changed the directory.
+  bool ForeignChanged(const std::string& dir_path);
 };
 
 }  // namespace stampfs

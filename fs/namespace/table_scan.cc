@@ -91,20 +91,42 @@ uint32_t EntryType(const Entity& entry) {
   return static_cast<uint32_t>(entry.GetInt64("mode")) & S_IFMT;
 }
 
-Result<TableScan> ScanTable(TableStore& store, const std::string& table,
-                            const std::function<void(uint64_t)>& progress) {
-  TableScan scan;
-  QueryOptions q;
+namespace {
+
+// Every page of `q` into `scan`.
+Status ScanPages(TableStore& store, const std::string& table, const QueryOptions& q,
+                 TableScan* scan, const std::function<void(uint64_t)>& progress) {
   std::string npk, nrk;
   do {
     auto page = store.QueryPage(table, q, npk, nrk);
-    if (!page.ok()) return page.status().WithContext("read table " + table);
-    for (Entity& e : page->entities) AddRow(std::move(e), &scan);
+    if (!page.ok()) return page.status();
+    for (Entity& e : page->entities) AddRow(std::move(e), scan);
     npk = page->next_partition_key;
     nrk = page->next_row_key;
-    if (progress) progress(scan.rows);
+    if (progress) progress(scan->rows);
   } while (!npk.empty() || !nrk.empty());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TableScan> ScanTable(TableStore& store, const std::string& table,
+                            const std::function<void(uint64_t)>& progress) {
+  TableScan scan;
+  Status s = ScanPages(store, table, QueryOptions{}, &scan, progress);
+  if (!s.ok()) return s.WithContext("read table " + table);
   ResolveHashedPaths(&scan);
+  return scan;
+}
+
+Result<TableScan> ScanPartition(TableStore& store, const std::string& table,
+                                const std::string& dir_path) {
+  TableScan scan;
+  QueryOptions q;
+  q.filter = FilterPartition(PartitionKeyForDirectory(dir_path));
+  Status s = ScanPages(store, table, q, &scan, {});
+  if (!s.ok()) return s.WithContext("read directory " + dir_path);
+  for (auto& [pk, part] : scan.partitions) part.path = dir_path;
   return scan;
 }
 

@@ -54,6 +54,9 @@ struct TableScan {
 Result<TableScan> ScanTable(TableStore& store, const std::string& table,
                             const std::function<void(uint64_t)>& progress = {});
 
+// Reads one directory's partition (all pages) into a scan of its own.
+Result<TableScan> ScanPartition(TableStore& store, const std::string& table,
+                                const std::string& dir_path);
 // True for keys that can name a directory partition ("%2F..." or hashed).
 bool IsDirectoryPartitionKey(const std::string& partition_key);
 
