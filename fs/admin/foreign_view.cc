@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "fs/base/log.h"
+#include "fs/namespace/inode_table.h"
 
 namespace stampfs {
 
@@ -27,18 +28,43 @@ ForeignView::ForeignView(TableStore& table, BlobStore& blobs, ImportOptions opti
       offline_after_ms_(offline_after_ms),
       now_ms_(now_ms ? std::move(now_ms) : SystemNowMs) {}
 
-bool ForeignView::Check(const std::string& dir_path) {
+ForeignView::~ForeignView() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool ForeignView::Check(const std::string& dir_path, Namespace::DirectoryCheck how) {
+  using How = Namespace::DirectoryCheck;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    if (dirs_.size() > kMaxTrackedDirectories) dirs_.clear();  // each is checked once more
+    if (dirs_.size() > kMaxTrackedDirectories && queued_.empty()) {
+      dirs_.clear();  // each is checked once more
+    }
     Dir& d = dirs_[dir_path];
+    const bool first = d.next_ms == 0;
+    const bool wait = how == How::kWait || (how == How::kFirstListing && first);
     if (d.running) {
+      if (!wait) return false;
       done_.wait(lock, [&] { return !dirs_[dir_path].running; });
       return dirs_[dir_path].changed;  // what it found, for this caller's cache too
     }
     if (now_ms_() < d.next_ms) return false;
     d.running = true;
+    if (!wait) {
+      queued_.push_back(dir_path);
+      if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+      work_.notify_one();
+      return false;
+    }
   }
+  return RunCheck(dir_path);
+}
+
+bool ForeignView::RunCheck(const std::string& dir_path) {
   const bool changed = Refresh(dir_path);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -49,8 +75,28 @@ bool ForeignView::Check(const std::string& dir_path) {
   return changed;
 }
 
+void ForeignView::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    work_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
+    if (stopping_) return;
+    const std::string dir = queued_.front();
+    lock.unlock();
+    RunCheck(dir);
+    lock.lock();
+    queued_.pop_front();  // after the check: Settle waits for it
+    done_.notify_all();
+  }
+}
+
+void ForeignView::Settle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  done_.wait(lock, [this] { return queued_.empty(); });
+}
+
 bool ForeignView::Refresh(const std::string& dir_path) {
   auto report = refresher_.RefreshDirectory(dir_path, std::chrono::milliseconds(offline_after_ms_));
+  if (report.ok()) TellChanged(*report, {dir_path});
   const int64_t now = now_ms_();
   std::lock_guard<std::mutex> lock(mu_);
   Dir& d = dirs_[dir_path];
@@ -85,10 +131,59 @@ bool ForeignView::Refresh(const std::string& dir_path) {
   return changed > 0;
 }
 
-void ForeignView::Expire(const std::string& dir_path) {
+Status ForeignView::ApplyEvent(const BlobEvent& event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sequencers_.find(event.blob);
+    if (!event.sequencer.empty() && it != sequencers_.end() &&
+        CompareSequencers(event.sequencer, it->second) < 0) {
+      stats_.stale_events++;
+      return Status::Ok();
+    }
+  }
+  auto report = refresher_.RefreshBlob(event.blob);
+  STAMPFS_RETURN_IF_ERROR(report);
+  if (!report->errors.empty()) return Status(Code::kInternal, report->errors.front());
+  const uint64_t changed =
+      report->files_created + report->dirs_created + report->updated + report->removed;
+  if (changed > 0) {
+    // The blob's directory, and those above it when directories were made.
+    std::vector<std::string> dirs;
+    auto dir = DirRefresher::DirectoryOfBlob(event.blob);
+    for (std::string d = dir.value_or("/"); dir; d = ParentPath(d)) {
+      dirs.push_back(d);
+      if (d == "/" || report->dirs_created == 0) break;
+    }
+    TellChanged(*report, dirs);
+    LogInfo("event " + event.id + " (" + event.api + " " + event.blob +
+            "): " + std::to_string(report->files_created) + " files and " +
+            std::to_string(report->dirs_created) + " directories new, " +
+            std::to_string(report->updated) + " updated, " + std::to_string(report->removed) +
+            " removed");
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = dirs_.find(dir_path);
-  if (it != dirs_.end()) it->second.next_ms = 0;
+  stats_.events++;
+  stats_.changes += changed;
+  if (!event.sequencer.empty()) {
+    if (sequencers_.size() > kMaxTrackedDirectories) sequencers_.clear();
+    std::string& last = sequencers_[event.blob];
+    if (last.empty() || CompareSequencers(last, event.sequencer) < 0) last = event.sequencer;
+  }
+  return Status::Ok();
+}
+
+void ForeignView::TellChanged(const ImportReport& report, const std::vector<std::string>& dirs) {
+  const bool changed =
+      report.files_created + report.dirs_created + report.updated + report.removed > 0;
+  if (!changed) return;
+  if (dir_changed_) {
+    for (const std::string& d : dirs) dir_changed_(d);
+  }
+  if (inode_changed_) {
+    for (uint64_t ino : report.changed_inos) {
+      if (ino != 0) inode_changed_(ino);
+    }
+  }
 }
 
 ForeignViewStats ForeignView::stats() const {

@@ -52,10 +52,12 @@ void Count(const PendingWrite& pw, ImportReport* report) {
       break;
     case PendingWrite::Kind::kUpdate:
       report->updated++;
+      report->changed_inos.push_back(pw.ino);
       break;
     case PendingWrite::Kind::kDelete:
       report->removed++;
       report->removed_paths.push_back(pw.path);
+      report->changed_inos.push_back(pw.ino);
       break;
   }
 }

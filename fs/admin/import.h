@@ -77,6 +77,7 @@ struct ImportReport {
   uint64_t failed_directories = 0;  // partitions whose writes failed
   std::vector<ImportProblem> problems;  // unmapped blobs, with reasons
   std::vector<std::string> removed_paths;
+  std::vector<uint64_t> changed_inos;   // entries updated or removed (their inodes)
   std::vector<std::string> errors;      // write failures, one line each
 
   bool clean() const { return problems.empty() && errors.empty(); }

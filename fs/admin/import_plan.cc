@@ -200,8 +200,12 @@ class DirPlanner {
       if (EntryType(e) != S_IFREG || !blob || !betag || betag->empty()) continue;
       if (in_.blob_names.count(*blob)) continue;
       auto name = NameOfEntry(e);
-      PendingWrite pw{PendingWrite::Kind::kDelete, e, e.etag, "",
-                      JoinPath(dir, name.ok() ? *name : rk)};
+      PendingWrite pw{PendingWrite::Kind::kDelete,
+                      e,
+                      e.etag,
+                      "",
+                      JoinPath(dir, name.ok() ? *name : rk),
+                      static_cast<uint64_t>(e.GetInt64("ino"))};
       w->writes.push_back(std::move(pw));
     }
   }
@@ -288,7 +292,8 @@ class DirPlanner {
     e.properties["mtime"] = a.mtime_ns;
     e.properties["ctime"] = in_.now_ns;
     SetBlobProperties(b, &e);
-    w.writes.push_back({PendingWrite::Kind::kUpdate, std::move(e), existing->etag, "", path});
+    w.writes.push_back({PendingWrite::Kind::kUpdate, std::move(e), existing->etag, "", path,
+                        static_cast<uint64_t>(existing->GetInt64("ino"))});
     plan_->total_writes++;
   }
 

@@ -45,6 +45,7 @@ struct PendingWrite {
   std::string etag;        // kUpdate / kDelete: If-Match
   std::string child_path;  // kInsertDir: the directory the entry names
   std::string path;        // for reports
+  uint64_t ino = 0;        // kUpdate / kDelete: the entry's inode
 };
 
 // What to write into one directory's partition.

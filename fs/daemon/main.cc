@@ -24,8 +24,10 @@
 
 #include "cache/block_cache.h"
 #include "cache/meta_cache.h"
+#include "fs/admin/change_events.h"
 #include "fs/admin/discovery.h"
 #include "fs/admin/foreign_view.h"
+#include "fs/admin/overlay_table.h"
 #include "fs/base/log.h"
 #include "fs/daemon/admin_cli.h"
 #include "fs/daemon/control_socket.h"
@@ -200,6 +202,40 @@ bool CommitAtShutdown(FileData& data, const MountOptions& o) {
   for (size_t i = 0; i < paths.size() && i < 50; ++i) LogError("  not committed: " + paths[i]);
   if (paths.size() > 50) LogError("  and " + std::to_string(paths.size() - 50) + " more");
   return false;
+}
+
+// -o events: the consumer of the container's blob events, polling on a
+// thread of its own; each event is applied by `foreign` (which tells the
+// namespace and the kernel what changed). The queue must exist.
+Result<std::unique_ptr<ChangeEvents>> StartEvents(const MountOptions& o, QueueStore& queue,
+                                                  ForeignView& foreign) {
+  auto peek = queue.PeekMessages(o.events_queue, 1);
+  if (!peek.ok()) {
+    return Status(peek.status().code(),
+                  "events queue " + o.events_queue + ": " + peek.status().ToString() +
+                      (peek.status().Is(Code::kNotFound)
+                           ? ": create it and the Event Grid subscription that fills it "
+                             "(docs/configuration.md, \"Change events\")"
+                           : HintFor(peek.status())));
+  }
+  ChangeEventOptions eo;
+  eo.queue = o.events_queue;
+  eo.container = o.container;
+  auto events = std::make_unique<ChangeEvents>(
+      queue, eo, [&foreign](const BlobEvent& ev) { return foreign.ApplyEvent(ev); });
+  Status poison = events->Prepare();
+  if (!poison.ok()) {
+    LogWarning("events: queue " + o.events_queue + "-poison not created (" + poison.ToString() +
+               "): events that keep failing stay in " + o.events_queue);
+  }
+  events->Start();
+  LogInfo("applying blob events from queue " + o.events_queue);
+  ChangeEvents* e = events.get();
+  RegisterGauge("events.applied", [e] { return e->stats().applied; });
+  RegisterGauge("events.retried", [e] { return e->stats().retried; });
+  RegisterGauge("events.poisoned", [e] { return e->stats().poisoned; });
+  RegisterGauge("events.ignored", [e] { return e->stats().ignored; });
+  return events;
 }
 
 // Daemon mode forks first, before anything starts a thread (libcurl, SQLite,
@@ -401,7 +437,14 @@ int Mount(const std::vector<std::string>& args) {
     vo.refresh_ms = std::max<int64_t>(1000, nso.ttl_ms);
     view = MakeRollForwardView(*table, vo);
   }
-  Namespace ns(view ? *view : *table, *blobs, cache->get(), nso);
+  // A read-only mount keeps what it adopts of other tools' changes
+  // (foreign_ttl, events) over the table it cannot write.
+  std::unique_ptr<TableStore> overlay;
+  if (o.read_only && (o.foreign_ttl > 0 || !o.events_queue.empty())) {
+    overlay = MakeOverlayTable(view ? *view : *table, o.table);
+  }
+  TableStore& ns_table = overlay ? *overlay : view ? *view : *table;
+  Namespace ns(ns_table, *blobs, cache->get(), nso);
   Status init = ns.Init();
   if (!init.ok()) {
     return Fail("cannot mount " + o.container + " from " + account->Describe() + ": " +
@@ -419,19 +462,26 @@ int Mount(const std::vector<std::string>& args) {
     Status range = ns.ReserveInoRange();
     if (!range.ok()) LogWarning("inode numbers not reserved at mount: " + range.ToString());
   }
-  // -o foreign_ttl: directories read are checked against their blobs.
+  // -o foreign_ttl: directories read are checked against their blobs; -o
+  // events applies blob events with the same refresher.
   std::unique_ptr<ForeignView> foreign;
-  if (o.foreign_ttl > 0 && !o.read_only) {
+  if (o.foreign_ttl > 0 || !o.events_queue.empty()) {
     ImportOptions io;
     io.container = o.container;
     io.table = o.table;
     io.uid = getuid();
     io.gid = getgid();
     foreign = std::make_unique<ForeignView>(
-        *table, *blobs, io, static_cast<int64_t>(o.foreign_ttl * 1000), nso.offline_after_ms);
-    ns.OnDirectoryRead([&foreign](const std::string& dir) { return foreign->Check(dir); });
+        ns_table, *blobs, io, static_cast<int64_t>(o.foreign_ttl * 1000), nso.offline_after_ms);
+    if (o.foreign_ttl > 0) {
+      ns.OnDirectoryRead([&foreign](const std::string& dir, Namespace::DirectoryCheck how) {
+        return foreign->Check(dir, how);
+      });
+    }
     RegisterGauge("foreign.checks", [&foreign] { return foreign->stats().checks; });
     RegisterGauge("foreign.changes", [&foreign] { return foreign->stats().changes; });
+    RegisterGauge("foreign.events", [&foreign] { return foreign->stats().events; });
+    RegisterGauge("foreign.stale_events", [&foreign] { return foreign->stats().stale_events; });
   }
   Status root = ns.ListRoot();
   if (!root.ok()) LogWarning("root directory not listed at mount: " + root.ToString());
@@ -450,6 +500,10 @@ int Mount(const std::vector<std::string>& args) {
   fdo.dir_readahead_size = o.dir_readahead_size;
   fdo.max_queued = QueueBound();
   FileData data(ns, *blobs, **block_cache, fdo);
+  if (foreign) {
+    foreign->OnChanged([&ns](const std::string& dir) { ns.DropCached(dir); },
+                       [&data](uint64_t ino) { data.KernelStale(ino); });
+  }
   // Changes a crash left uncommitted are committed before anything is served.
   if (!o.read_only) data.ReplayJournal().PermitUnchecked();
   RegisterGauge("cache.dirty_bytes", [&] { return (*block_cache)->Stats().uncommitted; });
@@ -460,6 +514,14 @@ int Mount(const std::vector<std::string>& args) {
                 [&] { return static_cast<uint64_t>(data.Pipeline().oldest_age_ms); });
   RegisterGauge("commits.retrying", [&] { return data.Pipeline().retrying; });
   RegisterGauge("commits.journaled", [&] { return data.JournaledFiles(); });
+  std::unique_ptr<QueueStore> queue;
+  std::unique_ptr<ChangeEvents> events;
+  if (!o.events_queue.empty()) {
+    queue = MakeAzureQueueClient(*account, client);
+    auto events_up = StartEvents(o, *queue, *foreign);
+    if (!events_up.ok()) return Fail(events_up.status().message());
+    events = std::move(*events_up);
+  }
   int rc = Serve(o, *control_path, ns, data, *table, *blobs, daemon);
   ClearGauges();
   return rc;

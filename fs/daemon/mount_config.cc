@@ -79,6 +79,7 @@ Result<std::string> ConnectionStringFromParts(const MountOptions& o) {
   if (!sas.empty()) text += "SharedAccessSignature=" + sas + ";";
   if (!o.blob_endpoint.empty()) text += "BlobEndpoint=" + o.blob_endpoint + ";";
   if (!o.table_endpoint.empty()) text += "TableEndpoint=" + o.table_endpoint + ";";
+  if (!o.queue_endpoint.empty()) text += "QueueEndpoint=" + o.queue_endpoint + ";";
   if (!o.endpoint_suffix.empty()) text += "EndpointSuffix=" + o.endpoint_suffix + ";";
   return text;
 }

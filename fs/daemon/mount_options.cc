@@ -10,6 +10,7 @@
 #include "fs/daemon/mount_config.h"
 #include "storage/auth.h"
 #include "storage/entra_credential.h"
+#include "storage/queue_store.h"
 
 namespace stampfs {
 
@@ -49,6 +50,7 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
       {"table_sas_token_file", &MountOptions::table_sas_token_file},
       {"blob_endpoint", &MountOptions::blob_endpoint},
       {"table_endpoint", &MountOptions::table_endpoint},
+      {"queue_endpoint", &MountOptions::queue_endpoint},
       {"endpoint_suffix", &MountOptions::endpoint_suffix},
       {"ca_file", &MountOptions::ca_file},
       {"tenant_id", &MountOptions::tenant_id},
@@ -78,6 +80,11 @@ Status ApplyValueOption(const std::string& key, const std::string& value, MountO
      : key == "offline_after"        ? o->offline_after
      : key == "token_refresh_margin" ? o->token_refresh_margin
                                      : o->shutdown_timeout) = v;
+  } else if (key == "events" || key == "events_queue") {
+    Status name = CheckQueueName(value);
+    if (!name.ok())
+      return Status(Code::kInvalidArgument, "option " + key + "=" + value + ": " + name.message());
+    o->events_queue = value;
   } else if (key == "auth") {
     STAMPFS_RETURN_IF_ERROR(ParseAuthMethod(value));
     o->auth = value;
@@ -419,6 +426,10 @@ command line.
   -o foreign_ttl=SECONDS      a directory being listed (or a name looked up and not
                               found) is checked against its blobs at most this often,
                               so what other tools write shows up (default 30; 0: never)
+  -o events=QUEUE             apply the container's Event Grid blob events from this
+                              storage queue of the account: other tools' changes show
+                              in about a second (docs/configuration.md shows the az
+                              commands that create the queue and the subscription)
   -o discover=SECONDS         import what other tools wrote to the whole container this
                               often (as stampfs import --refresh; default 0: never)
   -o shutdown_timeout=SECONDS at unmount/SIGTERM, commit dirty files this long at most

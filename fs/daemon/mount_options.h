@@ -40,7 +40,9 @@ struct MountOptions {
   std::string sas_token_file;        // account SAS, or a container SAS for the blob service
   std::string table_sas_token_file;  // the table's own SAS (with a container SAS)
   std::string blob_endpoint;         // default https://ACCOUNT.blob.SUFFIX
-  std::string table_endpoint;        // default https://ACCOUNT.table.SUFFIX
+  std::string table_endpoint;
+  std::string queue_endpoint;        // -o events: default from the account        // default
+                                     // https://ACCOUNT.table.SUFFIX
   std::string endpoint_suffix;       // default core.windows.net
   bool allow_http = false;           // plain http to a host that is not loopback
   std::string ca_file;               // a private CA bundle for https (curl CAINFO)
@@ -65,6 +67,9 @@ struct MountOptions {
   double discover = 0;             // seconds between imports of foreign blobs (0: never)
   // A directory read is checked against its blobs at most this often (0: never).
   double foreign_ttl = 30;
+  // -o events=QUEUE (events_queue = in a config file): Event Grid blob events
+  // of the container, from this storage queue of the account ("": none).
+  std::string events_queue;
   std::string log_level = "info";
   uint64_t cache_size = 1ull << 30;  // block cache cap in bytes (-o cache_size=SIZE)
   uint64_t block_size = 4ull << 20;  // base block size of new files (-o block_size=SIZE)

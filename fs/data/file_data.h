@@ -167,6 +167,10 @@ class FileData {
   void OnKernelStale(std::function<void(uint64_t ino)> listener) {
     kernel_stale_ = std::move(listener);
   }
+  // Another writer changed the inode's entry (fs/admin/foreign_view.h).
+  void KernelStale(uint64_t ino) {
+    if (kernel_stale_) kernel_stale_(ino);
+  }
   // A rename copied the file's blob (Namespace::OnBlobMoved): its cached
   // version is the copy's now.
   void BlobMoved(const BlobMove& move);

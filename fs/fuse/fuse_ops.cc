@@ -107,7 +107,15 @@ void OnGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   if (attr.status().Is(Code::kNotFound)) {
     // fstat right after an open racing a rename over the name: the entry
     // names the new file before this mount marks the old one removed.
-    if (auto open = Ctx(req).data->OpenAttr(ino)) attr = *open;
+    if (auto open = Ctx(req).data->OpenAttr(ino)) {
+      attr = *open;
+    } else {
+      // Another writer removed or replaced the name the kernel knows this
+      // inode by (its cached attributes were dropped: an open's permission
+      // check asks here first): ESTALE makes the kernel walk the path again
+      // (stat, open) and find what the name holds now, or nothing.
+      attr = Status(Code::kStale, attr.status().message());
+    }
   }
   ReplyAttr(req, attr, "getattr");
 }

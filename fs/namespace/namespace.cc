@@ -432,7 +432,10 @@ Result<Attr> Namespace::Lookup(uint64_t parent, const std::string& name) {
   auto loc = Locate(parent, name);
   STAMPFS_RETURN_IF_ERROR(loc);
   auto attr = NamedAttr(*loc);
-  if (attr.status().Is(Code::kNotFound) && ForeignChanged(loc->parent_path)) {
+  if (attr.ok()) {
+    ForeignChanged(loc->parent_path, DirectoryCheck::kBackground);
+  } else if (attr.status().Is(Code::kNotFound) &&
+             ForeignChanged(loc->parent_path, DirectoryCheck::kWait)) {
     attr = NamedAttr(*loc);
   }
   STAMPFS_RETURN_IF_ERROR(attr);
@@ -475,22 +478,26 @@ Result<Attr> Namespace::GetAttr(uint64_t ino) {
   return WithDirectoryAttrs(path, *attr);
 }
 
-bool Namespace::ForeignChanged(const std::string& dir_path) {
-  if (!foreign_check_ || !foreign_check_(dir_path)) return false;
+void Namespace::DropCached(const std::string& dir_path) {
   if (cache_) cache_->DropPartition(PartitionKeyForDirectory(dir_path)).PermitUnchecked();
+}
+
+bool Namespace::ForeignChanged(const std::string& dir_path, DirectoryCheck how) {
+  if (!foreign_check_ || !foreign_check_(dir_path, how)) return false;
+  DropCached(dir_path);
   return true;
 }
 
 bool Namespace::CheckDirectoryOf(uint64_t ino) {
   if (!foreign_check_) return false;
   auto path = inodes_.PathOf(ino);
-  return path && *path != "/" && ForeignChanged(ParentPath(*path));
+  return path && *path != "/" && ForeignChanged(ParentPath(*path), DirectoryCheck::kWait);
 }
 
 Result<std::vector<DirEntry>> Namespace::ReadDir(uint64_t ino) {
   auto path = PathOf(ino);
   STAMPFS_RETURN_IF_ERROR(path);
-  ForeignChanged(*path);
+  ForeignChanged(*path, DirectoryCheck::kFirstListing);
   auto entities = FetchListing(*path);
   STAMPFS_RETURN_IF_ERROR(entities);
   std::vector<Entity> pending = PendingIn(PartitionKeyForDirectory(*path));

@@ -285,14 +285,24 @@ class Namespace {
     blob_moved_ = std::move(listener);
   }
 
-  // Other tools' changes (fs/admin/foreign_view.h): asked before a listing
-  // of a directory and after a lookup in it found nothing. It returns true
-  // when it changed the directory's entries in the table; the cached copy
-  // of the directory is dropped then. Set before serving (not synchronized).
-  void OnDirectoryRead(std::function<bool(const std::string& dir_path)> check) {
+  // Other tools' changes (fs/admin/foreign_view.h): asked about a directory
+  // on every listing and lookup in it and before the first open of a file in
+  // it, with how long the caller may wait (DirectoryCheck). It returns true
+  // when it changed the directory's entries in the table before returning;
+  // the cached copy of the directory is dropped then. Set before serving
+  // (not synchronized).
+  enum class DirectoryCheck {
+    kBackground,    // a lookup that found its name: never waits
+    kFirstListing,  // a listing: waits the first time, else in the background
+    kWait,          // a lookup that found nothing, an open: waits when due
+  };
+  void OnDirectoryRead(std::function<bool(const std::string& dir_path, DirectoryCheck how)> check) {
     foreign_check_ = std::move(check);
   }
 
+  // Drops the cached copy of a directory whose entries another writer
+  // changed (an event applied): the next read asks the table.
+  void DropCached(const std::string& dir_path);
   // OnDirectoryRead's check of the directory holding `ino` (a file about to
   // be opened). True when it changed that directory.
   bool CheckDirectoryOf(uint64_t ino);
@@ -631,9 +641,9 @@ class Namespace {
   std::string mount_id_;  // random, names this instance in the intents it writes
   std::string host_;
   std::function<void(const BlobMove&)> blob_moved_;
-  std::function<bool(const std::string&)> foreign_check_;
+  std::function<bool(const std::string&, DirectoryCheck)> foreign_check_;
   // foreign_check_ of `dir_path`: true when it changed the directory.
-  bool ForeignChanged(const std::string& dir_path);
+  bool ForeignChanged(const std::string& dir_path, DirectoryCheck how);
 };
 
 }  // namespace stampfs

@@ -8,8 +8,15 @@
 # (grown or shrunk: never the new bytes cut to the old size), deletes gone
 # and the name free for a new file (no conflict copy). A loop of reads while
 # another tool overwrites a file sees only whole versions and no error. An
-# idle mount makes no requests, and fsck finds the adopted tree clean.
-# About 60 seconds.
+# idle mount makes no requests, and fsck finds the adopted tree clean. A
+# read-only mount (-o ro) shows the same changes, kept over the table it
+# cannot write.
+# Then -o events=QUEUE alone (foreign_ttl=0): blob events posted to a
+# storage queue the way Event Grid delivers them (stampfs_populate event,
+# both schemas) make puts, overwrites and deletes visible within about a
+# second, with no listing; stale, forged and foreign events change nothing,
+# garbage goes to QUEUE-poison, and an idle mount polls at most every 5 s.
+# About 90 seconds.
 #
 #   bash tests/e2e/foreign.sh BUILD_DIR
 source "$(dirname "$0")/lib.bash" "$@"
@@ -130,6 +137,22 @@ sys.exit(1 if bad or errors or len(seen) < 3 else 0)
 PYEOF
 
 # ---------------------------------------------------------------------------
+section "a read-only mount sees them too"
+M2=$E2E_TMP/mnt2
+saved_cache=$E2E_CACHE
+e2e_new_cache
+E2E_MOUNT_OPTS="ro,$E2E_MOUNT_OPTS" e2e_mount "$M2"
+E2E_CACHE=$saved_cache
+check "a new blob is listed and reads whole" \
+  eval "put ro/new.txt 'seen read-only' && within $BOUND \"[[ \\\$(cat '$M2/ro/new.txt') == 'seen read-only' ]]\""
+check "an overwrite reads whole" \
+  eval "put ro/new.txt 'overwritten, read-only mount' &&
+        settles '$M2/ro/new.txt' 'seen read-only' 'overwritten, read-only mount'"
+check "a delete disappears" eval "del ro/new.txt && within $BOUND \"[[ ! -e '$M2/ro/new.txt' ]]\""
+check_fails "and the mount still writes nothing" "Read-only file system" touch "$M2/ro/mine"
+e2e_unmount "$M2"
+
+# ---------------------------------------------------------------------------
 section "between mounts"
 e2e_unmount
 run "a blob put while unmounted" put in/while-away.txt "written while unmounted"
@@ -140,5 +163,62 @@ check "an idle mount makes no requests" eval '
   after=$(e2e_stat_value "$M" requests.total); echo "$before -> $after"; ((after == before))'
 e2e_unmount
 check "fsck finds the adopted tree clean" "$E2E_STAMPFS" fsck "$E2E_CONTAINER"
+
+# ---------------------------------------------------------------------------
+section "change events (-o events, no directory checks)"
+Q=${E2E_CONTAINER:0:50}-ev
+Q=${Q//--/-}
+run "the events queue" "$POPULATE" queue "$Q"
+event() { "$POPULATE" event "$Q" "$@" >/dev/null; }
+E2E_MOUNT_OPTS="foreign_ttl=0,events=$Q" e2e_mount
+check "the mount made QUEUE-poison" "$POPULATE" count "$Q-poison"
+lists0=$(e2e_stat_value "$M" requests.blob.list)
+# visible FILE TEXT: seconds until cat FILE reads TEXT (fails after 10 s).
+visible() {
+  local t0 now
+  t0=$(date +%s.%N)
+  until [[ $(cat "$1" 2>/dev/null) == "$2" ]]; do
+    now=$(date +%s.%N)
+    awk -v a="$t0" -v b="$now" 'BEGIN { exit !(b - a > 10) }' && return 1
+    sleep 0.05
+  done
+  now=$(date +%s.%N)
+  awk -v a="$t0" -v b="$now" 'BEGIN { printf "%.2f\n", b - a }'
+}
+check "20 new files, each visible within 2 s of its event (median)" eval '
+  : >"$E2E_TMP/latency"
+  for i in $(seq 1 20); do
+    put "ev/n$i.txt" "event $i" && event created "$E2E_CONTAINER" "ev/n$i.txt" || exit 1
+    visible "$M/ev/n$i.txt" "event $i" >>"$E2E_TMP/latency" || { echo "n$i: not visible in 10 s"; exit 1; }
+  done
+  median=$(sort -n "$E2E_TMP/latency" | sed -n 10p)
+  echo "median ${median}s, max $(sort -n "$E2E_TMP/latency" | tail -1)s"
+  awk -v m="$median" "BEGIN { exit !(m <= 2) }"'
+check "an overwrite (CloudEvents schema) reads whole" eval '
+  put ev/n1.txt "the first file, overwritten" &&
+  event created "$E2E_CONTAINER" ev/n1.txt "" cloud &&
+  settles "$M/ev/n1.txt" "event 1" "the first file, overwritten"'
+check "a delete disappears" eval '
+  del ev/n2.txt && event deleted "$E2E_CONTAINER" ev/n2.txt &&
+  within 10 "[[ ! -e \"$M/ev/n2.txt\" ]]"'
+check "a forged created event for a blob that is not there changes nothing" eval '
+  event deleted "$E2E_CONTAINER" ev/n3.txt 0 &&
+  "$POPULATE" message "$Q" "$(printf %s "{\"eventType\":\"Microsoft.Storage.BlobCreated\",\"subject\":\"/blobServices/default/containers/$E2E_CONTAINER/blobs/ev/forged.txt\",\"id\":\"f1\",\"data\":{\"api\":\"PutBlob\",\"sequencer\":\"1\"}}" | base64 -w0)" &&
+  sleep 2 && [[ ! -e "$M/ev/forged.txt" ]] && [[ $(cat "$M/ev/n3.txt") == "event 3" ]]'
+OTHER=${E2E_CONTAINER:0:55}-other
+check "events about another container change nothing" eval '
+  "$POPULATE" create "$OTHER" && "$POPULATE" put "$OTHER" ev/other.txt x &&
+  event created "$OTHER" ev/other.txt && sleep 2 && ! ls "$M/ev" | grep -qx other.txt'
+[[ ${E2E_KEEP:-0} == 1 ]] || "$E2E_INSPECT" drop "$OTHER" >/dev/null
+check "a message that is no event goes to $Q-poison" eval '
+  "$POPULATE" message "$Q" "not an event" &&
+  within 10 "[[ \$(\"$POPULATE\" count \"$Q-poison\") -ge 1 ]]"'
+check "no listing was needed" eval '(( $(e2e_stat_value "$M" requests.blob.list) == lists0 ))'
+check "an idle mount polls the queue at most every 5 s" eval '
+  sleep 8; before=$(e2e_stat_value "$M" requests.total); sleep 20
+  after=$(e2e_stat_value "$M" requests.total); echo "$((after - before)) requests in 20 s"
+  ((after - before <= 5))'
+e2e_unmount
+check "fsck: clean" "$E2E_STAMPFS" fsck "$E2E_CONTAINER"
 
 e2e_finish

@@ -15,6 +15,14 @@
 //       Azurite's in-memory store stalls for minutes collecting thousands of
 //       extents once the container is deleted.
 //   stampfs_populate delete CONTAINER NAME       deletes a blob
+//   stampfs_populate queue QUEUE                 creates a storage queue
+//   stampfs_populate count QUEUE                 prints how many messages it shows (up to 32)
+//   stampfs_populate message QUEUE TEXT          posts TEXT as it is
+//   stampfs_populate event QUEUE created|deleted CONTAINER NAME [SEQUENCER [cloud]]
+//       posts a blob event to QUEUE as Event Grid's storage-queue destination
+//       does (the Event Grid schema, or CloudEvents 1.0 with "cloud"; base64
+//       JSON); a "created" event carries the blob's ETag and length as read
+//       now. SEQUENCER defaults to the clock in ns, 32 hex digits.
 //   stampfs_populate delete-row CONTAINER PK RK  deletes a table row
 //   stampfs_populate set-string CONTAINER PK RK PROPERTY VALUE
 //       merges a string property into a table row
@@ -22,10 +30,14 @@
 // Options (first): --table NAME overrides DefaultTableName(CONTAINER). The
 // connection string comes from $AZURE_STORAGE_CONNECTION_STRING, else
 // UseDevelopmentStorage=true. Exit status: 0 done, 1 storage error, 2 usage.
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +46,7 @@
 #include "storage/auth.h"
 #include "storage/azure_clients.h"
 #include "storage/connection_string.h"
+#include "storage/queue_store.h"
 
 namespace stampfs {
 namespace {
@@ -115,6 +128,56 @@ int Many(const StorageAccount& account, const std::vector<std::string>& a) {
   return failures == 0 ? 0 : 1;
 }
 
+// The JSON Event Grid delivers for one blob event (AZURE-NOTES.md).
+int Event(const StorageAccount& account, const std::vector<std::string>& a) {
+  const std::string& queue = a[0];
+  const bool created = a[1] == "created";
+  if (!created && a[1] != "deleted") return Usage();
+  const std::string& container = a[2];
+  const std::string& blob = a[3];
+  std::string sequencer = a.size() > 4 ? a[4] : "";
+  if (sequencer.empty()) {
+    char hex[40];
+    std::snprintf(hex, sizeof hex, "%032llx",
+                  static_cast<unsigned long long>(
+                      std::chrono::system_clock::now().time_since_epoch().count()));
+    sequencer = hex;
+  }
+  nlohmann::json data = {{"api", created ? "PutBlob" : "DeleteBlob"},
+                         {"blobType", "BlockBlob"},
+                         {"sequencer", sequencer},
+                         {"url", account.blob_endpoint + "/" + container + "/" + blob}};
+  if (created) {
+    auto props = MakeAzureBlobClient(account, Options())->GetProperties(container, blob);
+    if (!props.ok()) return Fail("read " + blob, props.status());
+    data["eTag"] = props->etag;
+    data["contentLength"] = props->size;
+    data["contentType"] = "application/octet-stream";
+  }
+  const std::string type =
+      created ? "Microsoft.Storage.BlobCreated" : "Microsoft.Storage.BlobDeleted";
+  const std::string source =
+      "/subscriptions/s/resourceGroups/g/providers/"
+      "Microsoft.Storage/storageAccounts/" +
+      account.account_name;
+  const std::string subject = "/blobServices/default/containers/" + container + "/blobs/" + blob;
+  const std::string id = sequencer + "-" + std::to_string(getpid());
+  nlohmann::json event;
+  if (a.size() > 5 && a[5] == "cloud") {
+    event = {{"specversion", "1.0"}, {"type", type}, {"source", source},
+             {"subject", subject},   {"id", id},     {"time", "2026-12-06T00:00:00Z"},
+             {"data", data}};
+  } else {
+    event = {{"topic", source},        {"subject", subject},
+             {"eventType", type},      {"id", id},
+             {"data", data},           {"dataVersion", ""},
+             {"metadataVersion", "1"}, {"eventTime", "2026-12-06T00:00:00Z"}};
+  }
+  Status s =
+      MakeAzureQueueClient(account, Options())->PutMessage(queue, Base64Encode(event.dump()));
+  return s.ok() ? 0 : Fail("put message", s);
+}
+
 int Run(const StorageAccount& account, const std::string& table, const std::string& cmd,
         const std::vector<std::string>& a) {
   if (cmd == "create" && a.size() == 1) {
@@ -127,6 +190,21 @@ int Run(const StorageAccount& account, const std::string& table, const std::stri
   if (cmd == "delete" && a.size() == 2) {
     Status s = MakeAzureBlobClient(account, Options())->Delete(a[0], a[1], Condition::None());
     return s.ok() ? 0 : Fail("delete " + a[1], s);
+  }
+  if (cmd == "queue" && a.size() == 1) {
+    Status s = MakeAzureQueueClient(account, Options())->CreateQueue(a[0]);
+    return s.ok() ? 0 : Fail("create queue " + a[0], s);
+  }
+  if (cmd == "event" && a.size() >= 4 && a.size() <= 6) return Event(account, a);
+  if (cmd == "count" && a.size() == 1) {
+    auto r = MakeAzureQueueClient(account, Options())->PeekMessages(a[0], 32);
+    if (!r.ok()) return Fail("peek " + a[0], r.status());
+    std::cout << r->size() << "\n";
+    return 0;
+  }
+  if (cmd == "message" && a.size() == 2) {
+    Status s = MakeAzureQueueClient(account, Options())->PutMessage(a[0], a[1]);
+    return s.ok() ? 0 : Fail("put message", s);
   }
   if (cmd == "delete-row" && a.size() == 3) {
     Status s = MakeAzureTableClient(account, Options())
