@@ -12,6 +12,7 @@
 
 #include "fs/base/log.h"
 #include "tests/sim/faults.h"
+#include "tests/sim/foreign.h"
 #include "tests/sim/invariants.h"
 #include "tests/sim/ledger.h"
 #include "tests/sim/model.h"
@@ -45,6 +46,11 @@ class Run {
     // Not drawn from rng_: a commit=close seed runs as it did before.
     async_ = c.mix.async_commit && c.seed % 2 == 1;
     if (async_) result_.scenario += ", commit=async";
+    // Not drawn from rng_ either: a third of the runs that are no reference
+    // run (the model knows no other writer).
+    const bool foreign =
+        c.mix.foreign && kind != 0 && ((c.seed * 0x9e3779b97f4a7c15ull) >> 32) % 3 == 0;
+    if (foreign) result_.scenario += ", foreign tool";
     // tmpfs when there is one: SQLite's syncs would otherwise dominate.
     std::string root = c.root;
     if (root.empty()) {
@@ -55,8 +61,14 @@ class Run {
     root += "/stampfs-sim-" + std::to_string(getpid()) + "-" + std::to_string(c.seed);
     world_ = std::make_unique<World>(mounts_, root, ConflictPolicy::kCopy);
     world_->set_async(async_);
+    if (foreign) world_->set_foreign_ttl(kForeignTtlMs);
     exec_ = std::make_unique<Executor>(*world_, ledger_, c.mix, model_.get());
     for (SimMount& m : world_->mounts()) faults_of_.emplace_back(m.table_plan, m.blob_plan);
+    if (foreign) {
+      foreign_ =
+          std::make_unique<ForeignActor>(c.seed, *world_, ledger_, faults_of_,
+                                         [this](int mount) { return exec_->OpenPaths(mount); });
+    }
   }
 
   SimResult Go() {
@@ -76,6 +88,9 @@ class Run {
       }
       Op op = schedule.Next(rng_, up, exec_->Handles(), existing);
       Step(op, step);
+      if (foreign_ && result_.ok) {
+        foreign_->Act(before_, step, [&](ForeignStep& f) { ForeignStepDone(f, step); });
+      }
     }
     if (result_.ok) Quiesce();
     if (!config_.keep_trace && result_.ok) result_.trace.clear();
@@ -167,10 +182,19 @@ class Run {
     // Invariant 6 (issue 27): with one mount, a conflict copy needs an
     // answer a fault forged (a 412, 409 or 404) in its step; a restart's
     // replay is left out (a kill inside a first commit: defect 6, open).
-    const bool may_copy =
-        world_->mounts().size() > 1 || !armed.description.empty() || op.kind == OpKind::kRestart;
+    const bool may_copy = world_->mounts().size() > 1 || !armed.description.empty() ||
+                          op.kind == OpKind::kRestart || (foreign_ && foreign_->wrote());
     AfterStep(op.mount, step, recovered, &violation, may_copy);
     if (crashed) Kill(m);  // after the checks: the views explain the step's landings
+    if (!violation.empty()) Fail(violation);
+  }
+
+  // A step of the foreign tool (or of its checks), after schedule step `step`.
+  void ForeignStepDone(ForeignStep& f, int step) {
+    if (!result_.ok) return;
+    result_.trace.push_back("step " + std::to_string(step) + "f: " + f.line);
+    std::string violation = f.violation;
+    AfterStep(f.actor, step, false, &violation);
     if (!violation.empty()) Fail(violation);
   }
 
@@ -260,6 +284,8 @@ class Run {
   // answer lost: a blob its replay names or deletes).
   bool Quiet(const Snapshot& snap) {
     if (exec_->AnyOpen() || snap.intents > 0) return false;
+    // What the foreign tool wrote and no mount adopted yet is no fsck finding.
+    if (foreign_ && foreign_->wrote()) return false;
     for (SimMount& m : world_->mounts()) {
       if (!m.up() || !ledger_.Inos(m.id).empty()) return false;
     }
@@ -312,6 +338,19 @@ class Run {
         return;
       }
     }
+    std::set<std::string> unmapped;
+    if (foreign_) {
+      // Every name the tool touched is adopted (stampfs import --refresh).
+      std::string line = "end: the foreign tool's blobs adopted:";
+      unmapped = foreign_->CatchUp(&line);
+      result_.trace.push_back(line);
+      std::string violation;
+      AfterStep(-1, ++step, false, &violation);
+      if (!violation.empty()) {
+        Fail(violation);
+        return;
+      }
+    }
     Status started;
     auto fresh = world_->FreshMount(&started);
     if (!fresh->up()) {
@@ -331,8 +370,8 @@ class Run {
     Snapshot end = Observe(world_->raw_table(), world_->raw_blobs());
     if (violation.empty()) ledger_.CheckLandings(before_, end, -1, ++step, &violation);
     if (violation.empty()) ledger_.CheckDurable(end, &violation);
-    if (violation.empty()) violation = CheckBlobNaming(end, true);
-    if (violation.empty()) violation = CheckFsck(*world_);
+    if (violation.empty()) violation = CheckBlobNaming(end, true, &unmapped);
+    if (violation.empty()) violation = CheckFsck(*world_, &unmapped);
     if (!violation.empty()) Fail(violation);
   }
 
@@ -347,7 +386,8 @@ class Run {
   std::unique_ptr<PosixModel> model_;
   std::unique_ptr<World> world_;
   std::unique_ptr<Executor> exec_;
-  std::deque<MountFaults> faults_of_;  // a deque: the injectors hold their address
+  std::unique_ptr<ForeignActor> foreign_;  // issue 30: another tool writing blobs
+  std::deque<MountFaults> faults_of_;      // a deque: the injectors hold their address
   Snapshot before_;
 };
 

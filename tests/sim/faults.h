@@ -36,6 +36,8 @@ class MountFaults {
   // before its answer is lost (sent as the service froze).
   void Outage(int steps, bool first_put_lands);
   bool InOutage() const { return outage_ && frozen_steps_ > 0; }
+  // Every call times out (frozen, or an outage).
+  bool Unreachable() const { return frozen_steps_ > 0; }
   // This step sees no fault at all, frozen or not (a part of the mix the
   // switches leave out); Disarm ends it.
   void Spare() {

@@ -8,7 +8,8 @@
 
 namespace stampfs::sim {
 
-std::string CheckBlobNaming(const Snapshot& snap, bool quiescent) {
+std::string CheckBlobNaming(const Snapshot& snap, bool quiescent,
+                            const std::set<std::string>* unmapped) {
   std::map<std::string, std::string> named;  // blob -> path of the entry naming it
   for (const auto& [path, e] : snap.by_path) {
     if (!S_ISREG(e.mode)) continue;
@@ -21,7 +22,7 @@ std::string CheckBlobNaming(const Snapshot& snap, bool quiescent) {
   }
   if (!quiescent) return "";
   for (const auto& [blob, content] : snap.blobs) {
-    if (!named.count(blob)) {
+    if (!named.count(blob) && !(unmapped && unmapped->count(blob))) {
       return "invariant 5: blob '" + Printable(blob) + "' ('" + Printable(content) +
              "') has no entry";
     }
@@ -29,7 +30,7 @@ std::string CheckBlobNaming(const Snapshot& snap, bool quiescent) {
   return "";
 }
 
-std::string CheckFsck(World& world) {
+std::string CheckFsck(World& world, const std::set<std::string>* unmapped) {
   FsckOptions o;
   o.container = kContainer;
   o.table = kTable;
@@ -37,6 +38,7 @@ std::string CheckFsck(World& world) {
   if (!report.ok()) return "invariant 4: fsck could not run: " + report.status().ToString();
   std::string out;
   for (const FsckFinding& f : report->findings) {
+    if (unmapped && unmapped->count(f.where)) continue;
     out += std::string(out.empty() ? "invariant 4: fsck: " : "; ") + FsckKindName(f.kind) + ": " +
            Printable(f.where) + ": " + Printable(f.detail, 200);
   }

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <functional>
+
 #include "fs/namespace/inode_table.h"
 #include "fs/namespace/names.h"
 #include "tests/sim/model.h"
@@ -145,6 +147,24 @@ void Ledger::Conflicted(View& v, const Snapshot& now) {
   v.conflicted = true;
 }
 
+void Ledger::ForeignPut(const std::string& blob, const std::string& content) {
+  foreign_[blob].insert(content);
+  versions_.insert(std::hash<std::string>{}(content));
+}
+
+bool Ledger::ForeignExplains(const ObservedEntry& e, const std::string& now) const {
+  const std::string blob = e.blob.empty() ? BlobNameFor(e.path) : e.blob;
+  if (e.blob_missing) return foreign_deleted_.count(blob) > 0;
+  auto it = foreign_.find(blob);
+  return it != foreign_.end() && it->second.count(now) > 0;
+}
+
+bool Ledger::KnownVersion(int mount, uint64_t ino, const std::string& content) const {
+  if (content.empty() || versions_.count(std::hash<std::string>{}(content))) return true;
+  auto it = views_.find({mount, ino});
+  return it != views_.end() && (it->second.data == content || it->second.base == content);
+}
+
 bool Ledger::HeldByAnyView(uint64_t ino, const std::string& content) const {
   for (const auto& [key, view] : views_) {
     if (key.second == ino && (view.data == content || view.own.count(content) > 0)) return true;
@@ -185,6 +205,8 @@ bool Ledger::Explained(int actor, uint64_t ino, const std::string& prev, const s
 
 void Ledger::CheckLandings(const Snapshot& before, const Snapshot& after, int actor, int step,
                            std::string* violation) {
+  for (const auto& [name, content] : after.blobs)
+    versions_.insert(std::hash<std::string>{}(content));
   for (const auto& [ino, path] : after.path_of) {
     const ObservedEntry& e = after.by_path.at(path);
     if (!S_ISREG(e.mode)) continue;
@@ -205,7 +227,7 @@ void Ledger::CheckLandings(const Snapshot& before, const Snapshot& after, int ac
     known_[ino] = now;
     if (!seen && (now.empty() || IsConflictCopyName(BaseName(path)))) continue;
     if (seen && prev == now) continue;
-    if (Explained(actor, ino, prev, now, !seen)) {
+    if (ForeignExplains(e, now) || Explained(actor, ino, prev, now, !seen)) {
       landings_.push_back(Landing{ino, step, prev});
       continue;
     }
@@ -247,6 +269,10 @@ void Ledger::CheckDurable(const Snapshot& end, std::string* violation) const {
     bool superseded = false;
     for (const Landing& l : landings_) {
       if (l.ino == a.ino && l.step >= a.step && l.prev == a.content) superseded = true;
+    }
+    for (const auto& [content, step] : foreign_replaced_) {
+      const bool held = a.partial ? Holds(content, a.overlay) : content == a.content;
+      superseded = superseded || (step >= a.step && held);
     }
     if (superseded) continue;
     std::vector<const ObservedEntry*> places;

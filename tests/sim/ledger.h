@@ -60,6 +60,19 @@ class Ledger {
   void Conflicted(View& v, const Snapshot& now);
   // The simulation asked to remove the name of `ino` (unlink, rename over it).
   void Doomed(uint64_t ino) { doomed_.insert(ino); }
+  // The foreign tool (foreign.h) put `content` at `blob`, or deleted it: a
+  // writer of its own, whose versions explain a file's change in any step.
+  void ForeignPut(const std::string& blob, const std::string& content);
+  void ForeignDelete(const std::string& blob) { foreign_deleted_.insert(blob); }
+  // The tool replaced or deleted a blob holding `content` in step `step`:
+  // an acknowledgement of it from before is superseded (a conflict copy's too).
+  void ForeignReplaced(const std::string& content, int step) {
+    foreign_replaced_.push_back({content, step});
+  }
+  // Whether `content` is a whole version some writer gave a file: seen in the
+  // account, put by the foreign tool, or the data of a view of `ino` on
+  // `mount` (what a read through that mount may return).
+  bool KnownVersion(int mount, uint64_t ino, const std::string& content) const;
 
   // After every step of `actor` (-1: none): each file content that changed
   // must be a view of the actor landing on the version it is based on.
@@ -91,6 +104,8 @@ class Ledger {
   static bool Holds(const std::string& content, const std::map<uint64_t, char>& overlay);
   bool Explained(int actor, uint64_t ino, const std::string& prev, const std::string& now,
                  bool new_entry);
+  // `now` is a version the foreign tool put at (or its removal of) `e`'s blob.
+  bool ForeignExplains(const ObservedEntry& e, const std::string& now) const;
   // Some mount's view of `ino` holds `content` (its data or a version it wrote).
   bool HeldByAnyView(uint64_t ino, const std::string& content) const;
 
@@ -98,7 +113,11 @@ class Ledger {
   std::vector<Ack> acks_;
   std::vector<Landing> landings_;
   std::set<uint64_t> doomed_;
-  std::map<uint64_t, std::string> known_;  // the last content seen of each file
+  std::map<uint64_t, std::string> known_;                      // the last content seen of each file
+  std::map<std::string, std::set<std::string>> foreign_;       // blob -> contents put there
+  std::set<std::string> foreign_deleted_;                      // blobs the foreign tool deleted
+  std::vector<std::pair<std::string, int>> foreign_replaced_;  // contents, steps
+  std::set<size_t> versions_;  // hashes of every content seen in the account or put
   struct DirMode {
     int mount = 0;
     uint32_t mode = 0;

@@ -152,12 +152,19 @@ std::string Executor::OpenFile(Op& op, SimMount& m, const Snapshot& before, Stat
   flags.truncate = trunc;
   flags.created = created;
   flags.writable = true;
+  const bool new_view = ledger_.Find(m.id, attr->ino) == nullptr;
   View& v = ledger_.Load(m.id, attr->ino, before, created);
   auto opened = m.data->Open(attr->ino, flags);
   *status = opened.status();
   if (!status->ok()) {
     if (v.refs == 0 && !v.dirty) ledger_.Drop(m.id, attr->ino);
     return "";
+  }
+  if (new_view && !created && m.foreign) {
+    // -o foreign_ttl: the open checked the directory and may have adopted
+    // another tool's version (FileData::Load): the one opened.
+    const Snapshot now = Observe(world_.raw_table(), world_.raw_blobs());
+    if (const ObservedEntry* e = now.Ino(attr->ino)) v.base = v.data = ContentOf(*e);
   }
   v.refs++;
   if (trunc) {

@@ -23,8 +23,8 @@ struct OpenHandle {
   int mount = 0;
   uint64_t ino = 0;
   uint64_t fh = kAnyHandle;  // OpenResult::handle, passed to Write as fs/fuse/fuse_ops.cc does
-  uint64_t model_file = 0;  // reference runs
-  std::string path;         // at open (a file not in the table yet has no other)
+  uint64_t model_file = 0;   // reference runs
+  std::string path;          // at open (a file not in the table yet has no other)
 };
 
 class Executor {
@@ -40,6 +40,14 @@ class Executor {
   // The mount is gone (kill -9): its handles with it.
   void Killed(int mount);
   std::vector<HandleRef> Handles() const;
+  // The paths (at open) of the files `mount` has open.
+  std::vector<std::string> OpenPaths(int mount) const {
+    std::vector<std::string> out;
+    for (const auto& [id, h] : handles_) {
+      if (h.mount == mount) out.push_back(h.path);
+    }
+    return out;
+  }
   bool AnyOpen() const { return !handles_.empty(); }
   uint64_t InoOf(int handle) const {
     auto it = handles_.find(handle);
@@ -61,8 +69,8 @@ class Executor {
                      std::string* violation);
   std::string Truncate(Op& op, SimMount& m, const Snapshot& before, int step, Status* status,
                        std::string* violation);
-  std::string ChangeNames(Op& op, SimMount& m, const Snapshot& before, bool fault_armed,
-                          int step, Status* status);
+  std::string ChangeNames(Op& op, SimMount& m, const Snapshot& before, bool fault_armed, int step,
+                          Status* status);
   // Reference runs: the errno POSIX gives for `op` (nullopt: not compared).
   std::optional<int> Expect(const Op& op);
   void NoteSize(int mount, uint64_t ino, uint64_t size);

@@ -19,6 +19,7 @@ bool Mix::Enable(const std::string& name) {
   if (name == "async-commit") return async_commit = true;
   if (name == "forget") return forget = true;
   if (name == "outage") return outage = true;
+  if (name == "foreign") return foreign = true;
   return false;
 }
 
@@ -27,24 +28,35 @@ bool Mix::Disable(const std::string& name) {
   if (name == "reuse-unlinked") return !(reuse_unlinked = false);
   if (name == "forget") return !(forget = false);
   if (name == "outage") return !(outage = false);
+  if (name == "foreign") return !(foreign = false);
   return false;
 }
 
 std::vector<std::string> Mix::Names() {
-  return {"append-race", "write-after-conflict", "symlink-over-file-xdir", "twin-names",
-          "lying-404",   "commit-faults",        "ambiguous-put",          "dir-faults",
-          "rename-open", "orphan-blob",          "reuse-unlinked",         "async-commit",
-          "forget",      "outage"};
+  return {"append-race",
+          "write-after-conflict",
+          "symlink-over-file-xdir",
+          "twin-names",
+          "lying-404",
+          "commit-faults",
+          "ambiguous-put",
+          "dir-faults",
+          "rename-open",
+          "orphan-blob",
+          "reuse-unlinked",
+          "async-commit",
+          "forget",
+          "outage",
+          "foreign"};
 }
 
 namespace {
 
 const char* KindName(OpKind k) {
-  static const char* const kNames[] = {"create", "open",    "write",    "append",      "flush",
-                                       "fsync",  "close",   "truncate", "unlink",      "rename",
-                                       "mkdir",  "rmdir",   "symlink",  "chmod",       "setxattr",
-                                       "kill",   "restart", "freeze",   "append-close",
-                                       "pump",   "forget",  "outage"};
+  static const char* const kNames[] = {
+      "create",  "open",   "write",        "append", "flush",   "fsync", "close",    "truncate",
+      "unlink",  "rename", "mkdir",        "rmdir",  "symlink", "chmod", "setxattr", "kill",
+      "restart", "freeze", "append-close", "pump",   "forget",  "outage"};
   return kNames[static_cast<int>(k)];
 }
 

@@ -43,6 +43,24 @@ Status World::Start(SimMount& m) {
   Status s = ns->Init();
   if (!s.ok()) return s;
   ns->ReserveInoRange().PermitUnchecked();  // main.cc: a warning only
+  std::unique_ptr<ForeignView> foreign;
+  if (foreign_ttl_ms_ > 0) {
+    ImportOptions io;
+    io.container = kContainer;
+    io.table = kTable;
+    io.now_ns = [this] { return now_ns_; };
+    foreign = std::make_unique<ForeignView>(*m.table, *m.blobs, io, foreign_ttl_ms_,
+                                            ns->options().offline_after_ms,
+                                            [this] { return now_ns_ / 1000000; });
+    ForeignView* view = foreign.get();
+    ns->OnDirectoryRead([view](const std::string& dir, Namespace::DirectoryCheck how) {
+      const bool changed = view->Check(dir, how);
+      // A check nobody waits for runs on the view's thread: it ends here, so
+      // the order of store calls (and every fault) stays the seed's.
+      view->Settle();
+      return changed;
+    });
+  }
   ns->ListRoot().PermitUnchecked();
   auto blocks = BlockCache::Open(m.cache_dir + "/blocks/" + kContainer, 64ull << 20);
   if (!blocks.ok()) return blocks.status();
@@ -60,12 +78,23 @@ Status World::Start(SimMount& m) {
   m.ns = std::move(ns);
   m.blocks = std::move(*blocks);
   m.data = std::make_unique<FileData>(*m.ns, *m.blobs, *m.blocks, fo);
+  if (foreign) {
+    // No kernel here: KernelStale tells no one (FileData has no listener).
+    Namespace* nsp = m.ns.get();
+    FileData* data = m.data.get();
+    foreign->OnChanged([nsp](const std::string& dir) { nsp->DropCached(dir); },
+                       [data](uint64_t ino) { data->KernelStale(ino); });
+    m.foreign = std::move(foreign);
+  }
   // main.cc ignores a failed replay: what is left stays in the journal.
   return m.data->ReplayJournal();
 }
 
 void World::Kill(SimMount& m) {
+  if (m.ns) m.ns->OnDirectoryRead(nullptr);
+  if (m.foreign) m.foreign->OnChanged(nullptr, nullptr);
   m.data.reset();
+  m.foreign.reset();
   m.blocks.reset();
   m.ns.reset();
   m.meta.reset();

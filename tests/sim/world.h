@@ -17,6 +17,7 @@
 
 #include "cache/block_cache.h"
 #include "cache/meta_cache.h"
+#include "fs/admin/foreign_view.h"
 #include "fs/data/file_data.h"
 #include "fs/namespace/namespace.h"
 #include "storage/fakes.h"
@@ -30,6 +31,8 @@ inline constexpr uint64_t kBlockSize = 64 * 1024;
 // of store calls, and with it every fault, is decided by the seed alone.
 inline constexpr uint64_t kSinglePutLimit = 2 * kBlockSize;
 inline constexpr int64_t kTtlMs = 1000;
+// -o foreign_ttl of the mounts of a run with the foreign actor (foreign.h).
+inline constexpr int64_t kForeignTtlMs = 30000;
 
 struct SimMount {
   int id = 0;
@@ -42,6 +45,8 @@ struct SimMount {
   std::unique_ptr<Namespace> ns;
   std::unique_ptr<BlockCache> blocks;
   std::unique_ptr<FileData> data;
+  // -o foreign_ttl (runs with the foreign actor): wired as fs/daemon/main.cc does.
+  std::unique_ptr<ForeignView> foreign;
   bool up() const { return data != nullptr; }
 };
 
@@ -68,6 +73,8 @@ class World {
   // -o commit=async for mounts started from now on (no pipeline thread: the
   // schedule's pump steps run CommitDue).
   void set_async(bool async) { async_ = async; }
+  // -o foreign_ttl=`ttl_ms` for mounts started from now on (0: off).
+  void set_foreign_ttl(int64_t ttl_ms) { foreign_ttl_ms_ = ttl_ms; }
   void Advance(int64_t ms) { now_ns_ += ms * 1000000; }
 
   // A mount on a new cache dir with no faults (the final reader).
@@ -80,6 +87,7 @@ class World {
   std::string root_;
   ConflictPolicy policy_;
   bool async_ = false;
+  int64_t foreign_ttl_ms_ = 0;
   int64_t now_ns_ = 1'700'000'000'000'000'000;
   int fresh_ = 0;
 };
