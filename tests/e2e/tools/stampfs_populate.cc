@@ -14,6 +14,9 @@
 //       empty, committed from an empty block list: that stores no extent, and
 //       Azurite's in-memory store stalls for minutes collecting thousands of
 //       extents once the container is deleted.
+//   stampfs_populate tree CONTAINER DIRS PER_DIR [THREADS]
+//       DIRS directories d0000... of PER_DIR blobs each, as `many` makes them
+//       (a foreign container for tests/bench: prints the blobs per second)
 //   stampfs_populate delete CONTAINER NAME       deletes a blob
 //   stampfs_populate queue QUEUE                 creates a storage queue
 //   stampfs_populate count QUEUE                 prints how many messages it shows (up to 32)
@@ -36,6 +39,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -101,10 +105,10 @@ int Marker(const StorageAccount& account, const std::string& container, const st
   return 0;
 }
 
-int Many(const StorageAccount& account, const std::vector<std::string>& a) {
-  const int count = std::atoi(a[2].c_str());
-  const int threads = a.size() > 3 ? std::atoi(a[3].c_str()) : 16;
-  if (count <= 0 || threads <= 0) return Usage();
+// `count` blobs named by `name_of(i)`, by `threads` threads: every 50th
+// holds its leaf name and a newline, the others are empty.
+int PutMany(const StorageAccount& account, const std::string& container, int count, int threads,
+            const std::function<std::string(int, std::string*)>& name_of) {
   std::atomic<int> next{0};
   std::atomic<int> failures{0};
   std::vector<std::thread> pool;
@@ -112,20 +116,50 @@ int Many(const StorageAccount& account, const std::vector<std::string>& a) {
     pool.emplace_back([&] {
       auto blobs = MakeAzureBlobClient(account, Options());
       for (int i = next++; i < count && failures == 0; i = next++) {
-        char leaf[16];
-        std::snprintf(leaf, sizeof leaf, "f%05d", i);
-        const std::string name = a[1] + "/" + leaf;
-        auto r = i % 50 == 0
-                     ? blobs->PutString(a[0], name, std::string(leaf) + "\n", {}, Condition::None())
-                     : blobs->PutBlockList(a[0], name, {}, {}, Condition::None());
+        std::string leaf;
+        const std::string name = name_of(i, &leaf);
+        auto r = i % 50 == 0 ? blobs->PutString(container, name, leaf + "\n", {}, Condition::None())
+                             : blobs->PutBlockList(container, name, {}, {}, Condition::None());
         if (!r.ok()) {
-          if (failures++ == 0) Fail(std::string("put ") + leaf, r.status());
+          if (failures++ == 0) Fail("put " + name, r.status());
         }
       }
     });
   }
   for (auto& t : pool) t.join();
   return failures == 0 ? 0 : 1;
+}
+
+int Tree(const StorageAccount& account, const std::vector<std::string>& a) {
+  const int dirs = std::atoi(a[1].c_str());
+  const int per_dir = std::atoi(a[2].c_str());
+  const int threads = a.size() > 3 ? std::atoi(a[3].c_str()) : 32;
+  if (dirs <= 0 || per_dir <= 0 || threads <= 0) return Usage();
+  const auto start = std::chrono::steady_clock::now();
+  const int rc =
+      PutMany(account, a[0], dirs * per_dir, threads, [per_dir](int i, std::string* leaf) {
+        char dir[16], file[16];
+        std::snprintf(dir, sizeof dir, "d%04d", i / per_dir);
+        std::snprintf(file, sizeof file, "f%05d", i % per_dir);
+        *leaf = file;
+        return std::string(dir) + "/" + file;
+      });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << dirs * per_dir << " blobs in " << s << " s (" << static_cast<int>(dirs * per_dir / s)
+            << " blobs/s)\n";
+  return rc;
+}
+
+int Many(const StorageAccount& account, const std::vector<std::string>& a) {
+  const int count = std::atoi(a[2].c_str());
+  const int threads = a.size() > 3 ? std::atoi(a[3].c_str()) : 16;
+  if (count <= 0 || threads <= 0) return Usage();
+  return PutMany(account, a[0], count, threads, [&a](int i, std::string* leaf) {
+    char name[16];
+    std::snprintf(name, sizeof name, "f%05d", i);
+    *leaf = name;
+    return a[1] + "/" + name;
+  });
 }
 
 // The JSON Event Grid delivers for one blob event (AZURE-NOTES.md).
@@ -187,6 +221,7 @@ int Run(const StorageAccount& account, const std::string& table, const std::stri
   if (cmd == "put" && a.size() >= 2) return Put(account, a);
   if (cmd == "marker" && a.size() == 2) return Marker(account, a[0], a[1]);
   if (cmd == "many" && (a.size() == 3 || a.size() == 4)) return Many(account, a);
+  if (cmd == "tree" && (a.size() == 3 || a.size() == 4)) return Tree(account, a);
   if (cmd == "delete" && a.size() == 2) {
     Status s = MakeAzureBlobClient(account, Options())->Delete(a[0], a[1], Condition::None());
     return s.ok() ? 0 : Fail("delete " + a[1], s);
