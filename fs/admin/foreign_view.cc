@@ -12,6 +12,7 @@ namespace {
 
 constexpr size_t kMaxTrackedDirectories = 100000;
 constexpr int64_t kRetryMs = 5000;  // after a check without an answer
+constexpr size_t kMaxQueued = 10000;  // checks waiting for the thread
 
 int64_t SystemNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -28,7 +29,9 @@ ForeignView::ForeignView(TableStore& table, BlobStore& blobs, ImportOptions opti
       offline_after_ms_(offline_after_ms),
       now_ms_(now_ms ? std::move(now_ms) : SystemNowMs) {}
 
-ForeignView::~ForeignView() {
+ForeignView::~ForeignView() { Stop(); }
+
+void ForeignView::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -53,6 +56,8 @@ bool ForeignView::Check(const std::string& dir_path, Namespace::DirectoryCheck h
       return dirs_[dir_path].changed;  // what it found, for this caller's cache too
     }
     if (now_ms_() < d.next_ms) return false;
+    if (!wait && (stopping_ || queued_.size() >= kMaxQueued))
+      return false;  // a later read asks again
     d.running = true;
     if (!wait) {
       queued_.push_back(dir_path);

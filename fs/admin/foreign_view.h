@@ -49,7 +49,10 @@ class ForeignView {
   // `options`: as for DirRefresher. `ttl_ms` > 0.
   ForeignView(TableStore& table, BlobStore& blobs, ImportOptions options, int64_t ttl_ms,
               int64_t offline_after_ms, std::function<int64_t()> now_ms = {});
-  ~ForeignView();  // stops the thread (a check in progress finishes first)
+  ~ForeignView();  // Stop()
+  // Stops the thread (a check in progress finishes first); checks after it
+  // run on the caller's thread only. Before what OnChanged tells goes away.
+  void Stop();
   ForeignView(const ForeignView&) = delete;
   ForeignView& operator=(const ForeignView&) = delete;
 

@@ -523,6 +523,9 @@ int Mount(const std::vector<std::string>& args) {
     events = std::move(*events_up);
   }
   int rc = Serve(o, *control_path, ns, data, *table, *blobs, daemon);
+  // Nothing may tell FileData of changes once it goes.
+  events.reset();
+  if (foreign) foreign->Stop();
   ClearGauges();
   return rc;
 }

@@ -153,7 +153,7 @@ void FileData::Unload(OpenFile& f) {
 Status FileData::Load(OpenFile& f, const OpenFlags& flags) {
   // Other tools' changes in its directory (once per foreign_ttl): a version
   // adopted there is the one opened, and the kernel's size of it is dropped.
-  if (!flags.created && ns_.CheckDirectoryOf(f.ino) && kernel_stale_) kernel_stale_(f.ino);
+  if (!flags.created && ns_.CheckDirectoryOf(f.ino)) KernelStale(f.ino);
   auto st = ns_.GetFile(f.ino, false);
   if (st.status().Is(Code::kNotFound)) {
     // The kernel resolved the name to this inode before its name was

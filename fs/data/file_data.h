@@ -165,10 +165,13 @@ class FileData {
   // first read): the kernel's attributes of it are to be dropped, so a read
   // past the size it knew asks again. Set before serving (not synchronized).
   void OnKernelStale(std::function<void(uint64_t ino)> listener) {
+    std::lock_guard<std::mutex> lock(kernel_stale_mu_);
     kernel_stale_ = std::move(listener);
   }
-  // Another writer changed the inode's entry (fs/admin/foreign_view.h).
+  // Another writer changed the inode's entry (fs/admin/foreign_view.h, on
+  // its own thread): tells the listener, if any.
   void KernelStale(uint64_t ino) {
+    std::lock_guard<std::mutex> lock(kernel_stale_mu_);
     if (kernel_stale_) kernel_stale_(ino);
   }
   // A rename copied the file's blob (Namespace::OnBlobMoved): its cached
@@ -479,7 +482,8 @@ class FileData {
   int64_t unanswered_swept_ms_ = 0;          // GUARDED_BY(unanswered_mu_)
   bool Replacing(uint64_t ino);
   RecentVersions recent_;  // files closed lately: version and committed attributes
-  std::function<void(uint64_t)> kernel_stale_;
+  std::mutex kernel_stale_mu_;                  // the listener may be set while others call it
+  std::function<void(uint64_t)> kernel_stale_;  // GUARDED_BY(kernel_stale_mu_)
   std::atomic<uint64_t> blob_requests_{0};
   std::atomic<int> streams_{0};  // running; at most fetch_threads
   // The commit queue: closed files with changes, and directories with a

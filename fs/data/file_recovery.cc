@@ -52,7 +52,7 @@ Result<FileState> FileData::Adopt(uint64_t ino) {
   STAMPFS_RETURN_IF_ERROR(attr);
   // The kernel may hold the old size: a read clipped to it comes back short,
   // and the next one past it asks for the new size (never a cut version).
-  if (kernel_stale_ && props->size != st->attr.size) kernel_stale_(ino);
+  if (props->size != st->attr.size) KernelStale(ino);
   const std::string what = st->path + ": the entry named blob version " +
                            (st->blob_etag.empty() ? "(none)" : st->blob_etag) +
                            " but the blob is at " + props->etag;
