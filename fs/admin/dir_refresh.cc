@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <mutex>
 #include <set>
 
 #include "fs/admin/import_plan.h"
@@ -24,6 +26,8 @@ std::string PrefixOf(const std::string& dir_path) {
 }
 
 bool WrittenByStampfs(const BlobItem& b) { return BlobMeta(b, "stampfs") != nullptr; }
+
+constexpr size_t kParallelProbes = 16;
 
 // Prefixes stampfs keeps for blobs that are never a path of their own.
 bool IsStampfsPrefix(const std::string& prefix) {
@@ -133,6 +137,45 @@ Status DirRefresher::EnsureDirectory(const std::string& dir_path, ImportReport* 
   return Status::Ok();
 }
 
+// A new subdirectory that only a prefix stands for is entered only when a
+// blob below it is another tool's: a prefix of stampfs blobs alone is a
+// stampfs mount's directory rename (or exchange) half way, whose old name
+// the table no longer has. One flat listing page of it decides (probes in
+// parallel); a folder marker of another tool needs none.
+void DirRefresher::DropStampfsPrefixes(const BlobTree& tree, ImportPlan* plan) {
+  std::vector<std::string> probe;
+  for (auto& [path, dw] : plan->dirs) {
+    for (const PendingWrite& pw : dw.writes) {
+      if (pw.kind != PendingWrite::Kind::kInsertDir) continue;
+      auto node = tree.dirs.find(pw.child_path);
+      if (node == tree.dirs.end() || !node->second.marker) probe.push_back(pw.child_path);
+    }
+  }
+  std::mutex mu;
+  std::set<std::string> stampfs_only;
+  ForEachParallel(probe, kParallelProbes, [&](const std::string& path) {
+    ListOptions lo;
+    lo.prefix = BlobNameFor(path) + "/";
+    lo.include_metadata = true;
+    lo.max_results = 1000;
+    auto page = blobs_.ListBlobsPage(options_.container, lo, "");
+    if (!page.ok()) return;  // entered as before: a listing error is no proof
+    const bool foreign = std::any_of(page->blobs.begin(), page->blobs.end(),
+                                     [](const BlobItem& b) { return !WrittenByStampfs(b); });
+    if (!foreign && !page->blobs.empty()) {
+      std::lock_guard<std::mutex> lock(mu);
+      stampfs_only.insert(path);
+    }
+  });
+  if (stampfs_only.empty()) return;
+  for (auto& [path, dw] : plan->dirs) {
+    std::erase_if(dw.writes, [&](const PendingWrite& pw) {
+      return pw.kind == PendingWrite::Kind::kInsertDir && stampfs_only.count(pw.child_path);
+    });
+  }
+  for (const std::string& path : stampfs_only) plan->dirs.erase(path);
+}
+
 Result<ImportReport> DirRefresher::Adopt(const std::string& dir_path, Seen seen,
                                          std::optional<RevalidationDeadline>* reads) {
   const std::string prefix = PrefixOf(dir_path);
@@ -198,6 +241,7 @@ Result<ImportReport> DirRefresher::Adopt(const std::string& dir_path, Seen seen,
     kept.push_back(std::move(pw));
   }
   w.writes = std::move(kept);
+  DropStampfsPrefixes(tree, &plan);
   bool writes = false;
   for (const auto& [path, d] : plan.dirs) writes = writes || !d.writes.empty() || d.write_dot;
   if (!writes) return report;

@@ -31,6 +31,9 @@
 
 namespace stampfs {
 
+struct BlobTree;  // fs/admin/import_plan.h
+struct ImportPlan;
+
 class DirRefresher {
  public:
   // `options`: container, table, uid, gid, now_ns (refresh is implied).
@@ -63,6 +66,7 @@ class DirRefresher {
   Result<ImportReport> Adopt(const std::string& dir_path, Seen seen,
                              std::optional<RevalidationDeadline>* reads = nullptr);
   Status EnsureDirectory(const std::string& dir_path, ImportReport* report, int depth);
+  void DropStampfsPrefixes(const BlobTree& tree, ImportPlan* plan);
 
   TableStore& table_;
   BlobStore& blobs_;

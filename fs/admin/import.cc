@@ -65,23 +65,6 @@ void Count(const PendingWrite& pw, ImportReport* report) {
 // Directories whose writes may run at once (each is its own partition).
 constexpr size_t kParallelDirectories = 16;
 
-// Runs `fn` on each of `items` with up to `width` threads.
-template <typename T, typename Fn>
-void ForEachParallel(const std::vector<T>& items, size_t width, const Fn& fn) {
-  if (items.size() <= 1 || width <= 1) {
-    for (const T& item : items) fn(item);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> threads;
-  for (size_t t = 0; t < std::min(width, items.size()); ++t) {
-    threads.emplace_back([&] {
-      for (size_t i = next++; i < items.size(); i = next++) fn(items[i]);
-    });
-  }
-  for (std::thread& t : threads) t.join();
-}
-
 }  // namespace
 
 // Directories of one depth are independent: a directory's writes touch its

@@ -3,11 +3,14 @@
 // so each step stays small and testable through Importer.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fs/admin/import.h"
@@ -92,6 +95,23 @@ void AssignInodes(uint64_t first, ImportPlan* plan);
 size_t Depth(const DirWork& w);
 // Directories of the plan, deepest first (the order the writes must follow).
 std::vector<DirWork*> DeepestFirst(ImportPlan* plan);
+// Runs `fn` on each of `items` with up to `width` threads.
+template <typename T, typename Fn>
+void ForEachParallel(const std::vector<T>& items, size_t width, const Fn& fn) {
+  if (items.size() <= 1 || width <= 1) {
+    for (const T& item : items) fn(item);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < std::min(width, items.size()); ++t) {
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < items.size(); i = next++) fn(items[i]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
 // Writes a planned import (inodes assigned), each directory deepest first:
 // its entry writes in transactions of at most 99 plus the merge of its "."
 // row (creating it when new). A directory whose partition failed is not

@@ -198,6 +198,19 @@ TEST_F(ForeignViewTest, BlobsStampfsWroteAreLeftToTheirMounts) {
   EXPECT_EQ(views_[0]->stats().changes, 0u);
 }
 
+TEST_F(ForeignViewTest, APrefixOfStampfsBlobsAloneIsNoNewDirectory) {
+  Mount m = Watched("a");
+  // A directory rename of a stampfs mount half way: the table moved the
+  // entry, the blobs below the old name are not deleted yet.
+  for (const char* b : {"old/a", "old/sub/b"}) {
+    ASSERT_TRUE(
+        raw_blobs_->PutString(kContainer, b, "x", {{"stampfs", "1"}}, Condition::None()).ok());
+  }
+  Foreign("new/c", "another tool's");
+  EXPECT_EQ(Names(m, kRootIno), (std::vector<std::string>{"new"}));
+  EXPECT_FALSE(InTable("/", "old"));
+}
+
 TEST_F(ForeignViewTest, FilesOfThisMountAreNotChanges) {
   Mount m = Watched("a");
   Commit(m, "a.txt", "one");
