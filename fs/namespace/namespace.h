@@ -525,8 +525,6 @@ class Namespace {
   std::optional<Status> RenamePending(const Located& from, uint64_t new_parent,
                                       const Located& to, uint64_t* moved);
   Status ChangeXattrs(uint64_t ino, const std::function<Status(XattrMap*)>& change);
-  Result<std::string> CopyFileBlob(const Entity& entry, const std::string& to_path,
-                                   const Condition& dest);
   Status InitTables();
   // The steps of a rename after its intent row exists, each idempotent:
   // blobs copied (a directory: MoveChildren), the target entry put, the

@@ -95,80 +95,104 @@ Result<std::vector<Entity>> CloseForMove(
   return Status(Code::kPreconditionFailed, from + " kept changing while being renamed");
 }
 
+// Copies version `etag` of blob `blob` to `to_blob` (server-side, pinned to
+// that version; the destination is overwritten, as a rename replaces the
+// target's data). The blob may hold another version than the entry names:
+// another mount's commit whose entry merge has not landed (yet), or another
+// tool's overwrite (a 412 on the source: SourceConditionNotMet). Then the
+// version stored now, read from the blob, is copied instead (pinned to it)
+// and returned in `newer`, for the moved entry to adopt. kNotFound: the blob
+// is gone.
+struct PinnedCopy {
+  std::string copied;                   // the version of `blob` that was copied
+  std::string etag;                     // the copy's ETag
+  std::optional<BlobProperties> newer;  // `copied` when not the version asked for
+};
+
+Result<PinnedCopy> CopyVersionOrNewer(BlobStore& blobs, const std::string& container,
+                                      const std::string& blob, std::string etag,
+                                      const std::string& to_blob) {
+  std::optional<BlobProperties> newer;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    auto copy = blobs.Copy(container, blob, to_blob, Condition::None(), etag);
+    if (copy.ok()) return PinnedCopy{etag, *copy, newer};
+    if (!copy.status().Is(Code::kPreconditionFailed)) return copy.status();
+    auto props = blobs.GetProperties(container, blob);
+    STAMPFS_RETURN_IF_ERROR(props);
+    newer = *props;
+    etag = props->etag;
+  }
+  return Status(Code::kPreconditionFailed, blob + ": the blob kept changing while being moved");
+}
+
+// Records on `moved` (the entry at the new name, blob `to_blob`) the version
+// a PinnedCopy copied: the copy's ETag, and when it was a newer version than
+// the entry named, that version's size, mtime and block size (from its
+// properties, as the next access would adopt it).
+void AdoptCopy(const PinnedCopy& copy, const std::string& to_blob, const std::string& to_path,
+               Entity* moved) {
+  moved->properties["blob"] = to_blob;
+  if (!copy.newer) {
+    moved->properties["betag"] = copy.etag;
+  } else {
+    BlobItem item{to_blob, *copy.newer};
+    item.properties.etag = copy.etag;
+    SetBlobProperties(item, moved);
+    moved->properties["size"] = static_cast<int64_t>(copy.newer->size);
+    moved->properties["mtime"] = BlobMtimeNs(item);
+    moved->properties["ctime"] = NowNs();
+    LogInfo(to_path + ": moved with the blob version written since its entry was (by another " +
+            "mount or tool)");
+  }
+  NoteMovedFrom(copy.copied, moved);
+}
+
+// The newest blob version `e`'s blob is a rename's copy of ("": none).
+std::string LastMovedFrom(const Entity& e) {
+  const std::string* m = e.GetString(kMovedFromProperty);
+  if (!m) return "";
+  return m->substr(0, m->find(' '));
+}
+
 // Copies the blob of file row `row` to `to_path`'s blob and records it in
 // `moved` (the row's copy); `*copied` gets the version of the old blob that
-// was copied (to delete it after). The copy is pinned to the row's blob ETag.
-// A writer on another mount may have committed a newer blob whose entry
-// merge has not landed (yet): that version is copied and adopted (size,
-// mtime and block size from its properties, as the next access would adopt
-// it). When the old blob is gone, a copy an earlier run made is adopted; if
-// there is none, the entry moves as it is (fsck: missing-blob, as before).
+// was copied (to delete it after). The copy is pinned to the row's blob ETag;
+// a newer version is copied and adopted (CopyVersionOrNewer). When the old
+// blob is gone, a copy an earlier run made is adopted; if there is none, the
+// entry moves as it is (fsck: missing-blob, as before).
 Status MoveFileBlob(BlobStore& blobs, const std::string& container, const Entity& row,
                     const std::string& to_path, Entity* moved, std::string* copied) {
   const std::string& blob = StringOr(row, "blob");
-  std::string etag = StringOr(row, "betag");
+  const std::string& etag = StringOr(row, "betag");
   copied->clear();
   if (IsLinkName(row)) return Status::Ok();  // its blob is its inode record's
   const std::string to_blob = BlobNameFor(to_path);
   moved->properties["blob"] = to_blob;
   if (etag.empty() || blob.empty()) return Status::Ok();
-  auto adopt = [&](const BlobProperties& props, const char* what) {
-    BlobItem item{to_blob, props};
-    SetBlobProperties(item, moved);
-    moved->properties["size"] = static_cast<int64_t>(props.size);
-    moved->properties["mtime"] = BlobMtimeNs(item);
-    moved->properties["ctime"] = NowNs();
-    LogInfo(to_path + ": moved with " + what);
-  };
-  std::optional<BlobProperties> newer;
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    auto copy = blobs.Copy(container, blob, to_blob, Condition::None(), etag);
-    if (copy.ok()) {
-      *copied = etag;
-      if (!newer) {
-        moved->properties["betag"] = *copy;
-      } else {
-        newer->etag = *copy;
-        adopt(*newer, "the blob version another mount wrote during the rename");
-      }
-      NoteMovedFrom(etag, moved);
-      return Status::Ok();
-    }
-    Status why = copy.status();
-    if (why.Is(Code::kPreconditionFailed)) {
-      auto props = blobs.GetProperties(container, blob);
-      if (props.ok()) {
-        newer = *props;
-        etag = props->etag;
-        continue;
-      }
-      why = props.status();
-    }
-    if (!why.Is(Code::kNotFound)) return why;
-    auto there = blobs.GetProperties(container, to_blob);
-    if (there.ok()) {
-      adopt(*there, "the copy of its blob an earlier run made");
-    } else if (there.status().Is(Code::kNotFound)) {
-      LogWarning(to_path + ": blob " + blob + " is gone; the entry moves without it");
-    } else {
-      return there.status();
-    }
+  auto copy = CopyVersionOrNewer(blobs, container, blob, etag, to_blob);
+  if (copy.ok()) {
+    *copied = copy->copied;
+    AdoptCopy(*copy, to_blob, to_path, moved);
     return Status::Ok();
   }
-  return Status(Code::kPreconditionFailed, to_path + ": the blob kept changing while being moved");
+  if (!copy.status().Is(Code::kNotFound)) return copy.status();
+  auto there = blobs.GetProperties(container, to_blob);
+  if (there.ok()) {
+    BlobItem item{to_blob, *there};
+    SetBlobProperties(item, moved);
+    moved->properties["size"] = static_cast<int64_t>(there->size);
+    moved->properties["mtime"] = BlobMtimeNs(item);
+    moved->properties["ctime"] = NowNs();
+    LogInfo(to_path + ": moved with the copy of its blob an earlier run made");
+  } else if (there.status().Is(Code::kNotFound)) {
+    LogWarning(to_path + ": blob " + blob + " is gone; the entry moves without it");
+  } else {
+    return there.status();
+  }
+  return Status::Ok();
 }
 
 }  // namespace
-
-// Copies a committed file blob to `to_path`'s blob; returns the new blob ETag
-// ("" when the file has no committed blob yet).
-Result<std::string> Namespace::CopyFileBlob(const Entity& entry, const std::string& to_path,
-                                            const Condition& dest) {
-  const std::string* etag = entry.GetString("betag");
-  const std::string* blob = entry.GetString("blob");
-  if (!etag || etag->empty() || !blob) return std::string();
-  return blobs_.Copy(options_.container, *blob, BlobNameFor(to_path), dest, *etag);
-}
 
 Result<std::vector<std::string>> Namespace::Rename(uint64_t parent, const std::string& name,
                                                    uint64_t new_parent, const std::string& new_name,
@@ -384,18 +408,31 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
     SetEntryName(to_name, &moved);
     moved.properties["ctime"] = NowNs();
     const bool is_file = (EntryType(*src) == S_IFREG) && !IsLinkName(*src);
+    const std::string& src_blob = StringOr(*src, "blob");
+    // The version of the old blob the new name holds a copy of: deleted once
+    // the table moved. The entry's, unless the copy found a newer one, or an
+    // earlier run copied (the new entry records which: `movedfrom`).
+    std::string old_version = StringOr(*src, "betag");
+    if (dst_here && !LastMovedFrom(*dst).empty()) old_version = LastMovedFrom(*dst);
     if (intent.is_dir) {
       STAMPFS_RETURN_IF_ERROR(MoveChildren(intent.from, intent.to, intent.ino));
       FaultPoint("rename.after_copy");
     } else if (is_file && !dst_here) {
       // Rename replaces the target's data as well as its entry: unconditional.
-      auto etag = CopyFileBlob(*src, intent.to, Condition::None());
-      STAMPFS_RETURN_IF_ERROR(etag);
-      moved.properties["blob"] = BlobNameFor(intent.to);
-      moved.properties["betag"] = *etag;
-      if (!etag->empty()) NoteMovedFrom(StringOr(*src, "betag"), &moved);
-      BlobMoved({intent.ino, StringOr(*src, "blob"), StringOr(*src, "betag"),
-                 BlobNameFor(intent.to), *etag});
+      // Pinned to the version the entry names; when the blob holds a newer
+      // one (another tool overwrote it, or another mount's commit whose entry
+      // merge has not landed), that one moves and the new entry adopts it.
+      const std::string to_blob = BlobNameFor(intent.to);
+      moved.properties["blob"] = to_blob;
+      if (!old_version.empty() && !src_blob.empty()) {
+        auto copy = CopyVersionOrNewer(blobs_, options_.container, src_blob, old_version, to_blob);
+        STAMPFS_RETURN_IF_ERROR(copy);
+        AdoptCopy(*copy, to_blob, intent.to, &moved);
+        old_version = copy->copied;
+        BlobMoved({intent.ino, src_blob, copy->copied, to_blob, copy->etag});
+      } else {
+        moved.properties["betag"] = std::string();
+      }
       FaultPoint("rename.after_copy");
     }
     TableOperation del =
@@ -426,17 +463,23 @@ Status Namespace::FinishRename(const RenameIntent& intent, std::vector<std::stri
       }
     }
     FaultPoint("rename.after_table");
-    if (is_file && !StringOr(*src, "betag").empty()) {
-      blobs_
-          .Delete(options_.container, StringOr(*src, "blob"),
-                  Condition::IfMatch(StringOr(*src, "betag")))
+    if (is_file && !StringOr(*src, "betag").empty() && !old_version.empty()) {
+      blobs_.Delete(options_.container, src_blob, Condition::IfMatch(old_version))
           .PermitUnchecked();
     }
   } else if (dst_here) {
-    // The table moved before a crash; only the old blob may be left.
+    // The table moved before a crash; only the old blob may be left: the
+    // version the intent names, or the newer one the copy took (recorded in
+    // the new entry), unless an entry at the old name names it now.
     if (!intent.is_dir && !intent.betag.empty()) {
-      blobs_.Delete(options_.container, intent.blob, Condition::IfMatch(intent.betag))
-          .PermitUnchecked();
+      std::vector<std::string> versions{intent.betag};
+      const std::string copied = LastMovedFrom(*dst);
+      if (!copied.empty() && copied != intent.betag) versions.push_back(copied);
+      for (const std::string& version : versions) {
+        if (src.ok() && StringOr(*src, "betag") == version) continue;
+        blobs_.Delete(options_.container, intent.blob, Condition::IfMatch(version))
+            .PermitUnchecked();
+      }
     }
   } else {
     // Removed, or renamed elsewhere by another mount, before or after this
