@@ -130,6 +130,7 @@ Status DirRefresher::EnsureDirectory(const std::string& dir_path, ImportReport* 
   STAMPFS_RETURN_IF_ERROR(EnsureDirectory(parent, report, depth + 1));
   Seen seen;
   seen.prefixes.push_back(BlobNameFor(dir_path) + "/");
+  seen.foreign_prefixes = true;  // the event's blob is below it
   auto r = Adopt(parent, std::move(seen));
   STAMPFS_RETURN_IF_ERROR(r);
   report->dirs_created += r->dirs_created;
@@ -241,7 +242,7 @@ Result<ImportReport> DirRefresher::Adopt(const std::string& dir_path, Seen seen,
     kept.push_back(std::move(pw));
   }
   w.writes = std::move(kept);
-  DropStampfsPrefixes(tree, &plan);
+  if (!seen.foreign_prefixes) DropStampfsPrefixes(tree, &plan);
   bool writes = false;
   for (const auto& [path, d] : plan.dirs) writes = writes || !d.writes.empty() || d.write_dot;
   if (!writes) return report;

@@ -61,6 +61,7 @@ class DirRefresher {
     std::vector<std::string> prefixes;  // "d/" under the directory's prefix
     std::vector<std::string> absent;    // blob names read and found missing
     bool listing = false;               // blobs and prefixes are the whole directory
+    bool foreign_prefixes = false;      // each prefix is known to hold another tool's blob
   };
   // `reads`: ended before the writes (RefreshDirectory).
   Result<ImportReport> Adopt(const std::string& dir_path, Seen seen,

@@ -127,10 +127,9 @@ class OverlayTable : public TableStore {
 
   std::optional<std::string> OverlaidPartition(const std::string& filter) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [pk, part] : parts_) {
-      if (filter == FilterPartition(pk)) return pk;
-    }
-    return std::nullopt;
+    auto it = filters_.find(filter);
+    if (it == filters_.end()) return std::nullopt;
+    return it->second;
   }
 
   Entity InoCounterLocked() const {
@@ -187,7 +186,7 @@ class OverlayTable : public TableStore {
       return InoCounterLocked().etag;
     }
     Part& part = parts_[pk];
-    part.generation++;
+    if (part.generation++ == 0) filters_[FilterPartition(pk)] = pk;
     if (rk == kDotRowKey && stored.ok()) return MergedLocked(pk, rk, stored)->etag;
     const Result<Entity> now = MergedLocked(pk, rk, stored);
     Row row;
@@ -211,6 +210,7 @@ class OverlayTable : public TableStore {
   const std::string table_;
   std::mutex mu_;
   std::map<std::string, Part> parts_;     // GUARDED_BY(mu_), by partition key
+  std::map<std::string, std::string> filters_;  // GUARDED_BY(mu_): a partition's query -> key
   uint64_t next_ino_ = kOverlayFirstIno;  // GUARDED_BY(mu_)
   uint64_t etags_ = 0;                    // GUARDED_BY(mu_)
 };

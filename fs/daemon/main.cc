@@ -519,7 +519,10 @@ int Mount(const std::vector<std::string>& args) {
   if (!o.events_queue.empty()) {
     queue = MakeAzureQueueClient(*account, client);
     auto events_up = StartEvents(o, *queue, *foreign);
-    if (!events_up.ok()) return Fail(events_up.status().message());
+    if (!events_up.ok()) {
+      foreign->Stop();  // before FileData goes
+      return Fail(events_up.status().message());
+    }
     events = std::move(*events_up);
   }
   int rc = Serve(o, *control_path, ns, data, *table, *blobs, daemon);
