@@ -25,8 +25,6 @@ std::string PrefixOf(const std::string& dir_path) {
   return dir_path == "/" ? std::string() : BlobNameFor(dir_path) + "/";
 }
 
-bool WrittenByStampfs(const BlobItem& b) { return BlobMeta(b, "stampfs") != nullptr; }
-
 constexpr size_t kParallelProbes = 16;
 
 // Prefixes stampfs keeps for blobs that are never a path of their own.

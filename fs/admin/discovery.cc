@@ -50,14 +50,7 @@ void Discovery::Round() {
     LogWarning("discover: " + report.status().ToString());
     return;
   }
-  const uint64_t changed =
-      report->files_created + report->dirs_created + report->updated + report->removed;
-  if (changed > 0) {
-    LogInfo("discover: " + std::to_string(report->files_created) + " files and " +
-            std::to_string(report->dirs_created) + " directories new, " +
-            std::to_string(report->updated) + " updated, " + std::to_string(report->removed) +
-            " removed");
-  }
+  if (report->changes() > 0) LogInfo("discover: " + report->ChangeCounts());
   for (const ImportProblem& p : report->problems) {
     LogDebug("discover: not imported: " + p.blob + ": " + p.reason);
   }

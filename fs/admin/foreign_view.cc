@@ -116,8 +116,7 @@ bool ForeignView::Refresh(const std::string& dir_path) {
     return false;
   }
   d.next_ms = now + ttl_ms_;
-  const uint64_t changed =
-      report->files_created + report->dirs_created + report->updated + report->removed;
+  const uint64_t changed = report->changes();
   stats_.changes += changed;
   if (!report->errors.empty()) {
     stats_.failures++;
@@ -128,10 +127,7 @@ bool ForeignView::Refresh(const std::string& dir_path) {
     LogDebug("other tools' blob not shown: " + p.blob + ": " + p.reason);
   }
   if (changed > 0) {
-    LogInfo("other tools' changes in " + dir_path + ": " + std::to_string(report->files_created) +
-            " files and " + std::to_string(report->dirs_created) + " directories new, " +
-            std::to_string(report->updated) + " updated, " + std::to_string(report->removed) +
-            " removed");
+    LogInfo("other tools' changes in " + dir_path + ": " + report->ChangeCounts());
   }
   return changed > 0;
 }
@@ -149,8 +145,7 @@ Status ForeignView::ApplyEvent(const BlobEvent& event) {
   auto report = refresher_.RefreshBlob(event.blob);
   STAMPFS_RETURN_IF_ERROR(report);
   if (!report->errors.empty()) return Status(Code::kInternal, report->errors.front());
-  const uint64_t changed =
-      report->files_created + report->dirs_created + report->updated + report->removed;
+  const uint64_t changed = report->changes();
   if (changed > 0) {
     // The blob's directory, and those above it when directories were made.
     std::vector<std::string> dirs;
@@ -161,10 +156,7 @@ Status ForeignView::ApplyEvent(const BlobEvent& event) {
     }
     TellChanged(*report, dirs);
     LogInfo("event " + event.id + " (" + event.api + " " + event.blob +
-            "): " + std::to_string(report->files_created) + " files and " +
-            std::to_string(report->dirs_created) + " directories new, " +
-            std::to_string(report->updated) + " updated, " + std::to_string(report->removed) +
-            " removed");
+            "): " + report->ChangeCounts());
   }
   std::lock_guard<std::mutex> lock(mu_);
   stats_.events++;
@@ -178,9 +170,7 @@ Status ForeignView::ApplyEvent(const BlobEvent& event) {
 }
 
 void ForeignView::TellChanged(const ImportReport& report, const std::vector<std::string>& dirs) {
-  const bool changed =
-      report.files_created + report.dirs_created + report.updated + report.removed > 0;
-  if (!changed) return;
+  if (report.changes() == 0) return;
   if (dir_changed_) {
     for (const std::string& d : dirs) dir_changed_(d);
   }

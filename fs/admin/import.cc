@@ -282,13 +282,18 @@ Result<bool> Importer::ShouldAutoImport(TableStore& table, BlobStore& blobs,
   return !page->blobs.empty();
 }
 
+std::string ImportReport::ChangeCounts() const {
+  return std::to_string(files_created) + " files and " + std::to_string(dirs_created) +
+         " directories new, " + std::to_string(updated) + " updated, " + std::to_string(removed) +
+         " removed";
+}
+
 Result<bool> Importer::HoldsStampfsBlobs(BlobStore& blobs, const std::string& container) {
   ListOptions lo;
   lo.include_metadata = true;
   auto page = blobs.ListBlobsPage(container, lo, "");
   STAMPFS_RETURN_IF_ERROR(page);
-  return std::any_of(page->blobs.begin(), page->blobs.end(),
-                     [](const BlobItem& b) { return BlobMeta(b, "stampfs") != nullptr; });
+  return std::any_of(page->blobs.begin(), page->blobs.end(), WrittenByStampfs);
 }
 
 }  // namespace stampfs

@@ -81,6 +81,10 @@ struct ImportReport {
   std::vector<std::string> errors;      // write failures, one line each
 
   bool clean() const { return problems.empty() && errors.empty(); }
+  // Entries written: files and directories created, updated, removed.
+  uint64_t changes() const { return files_created + dirs_created + updated + removed; }
+  // "F files and D directories new, U updated, R removed".
+  std::string ChangeCounts() const;
 };
 
 class Importer {

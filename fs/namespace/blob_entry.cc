@@ -21,6 +21,8 @@ int64_t BlobMtimeNs(const BlobItem& b) {
   return b.properties.last_modified * 1000000000LL;
 }
 
+bool WrittenByStampfs(const BlobItem& b) { return BlobMeta(b, "stampfs") != nullptr; }
+
 void SetBlobProperties(const BlobItem& b, Entity* e) {
   e->properties["blob"] = b.name;
   e->properties["betag"] = b.properties.etag;

@@ -33,6 +33,8 @@ std::optional<T> BlobMetaNumber(const BlobItem& blob, const std::string& name) {
 
 // A blob's mtime: stampfs metadata "mtime" (ns), else Last-Modified.
 int64_t BlobMtimeNs(const BlobItem& blob);
+// The blob carries stampfs's own metadata ("stampfs"): a mount wrote it.
+bool WrittenByStampfs(const BlobItem& blob);
 // Sets the entry properties that describe a blob version: blob, betag and,
 // from stampfs metadata, bsize.
 void SetBlobProperties(const BlobItem& blob, Entity* entry);

@@ -119,6 +119,20 @@ void ForeignActor::Act(const Snapshot& before, int step,
   if (!out.line.empty()) done(out);
 }
 
+BlobEvent ForeignActor::NextEvent(BlobEvent::Kind kind, const std::string& blob,
+                                  const std::string& api) {
+  char seq[32];
+  std::snprintf(seq, sizeof seq, "%020llu", static_cast<unsigned long long>(++sequencer_));
+  BlobEvent ev;
+  ev.kind = kind;
+  ev.container = kContainer;
+  ev.blob = blob;
+  ev.sequencer = seq;
+  ev.api = api;
+  ev.id = "ev" + std::to_string(++events_);
+  return ev;
+}
+
 std::string ForeignActor::Put(const std::string& blob, const std::string& path,
                               const std::string& content, const Snapshot& before) {
   auto etag = world_.raw_blobs().PutString(kContainer, blob, content, {}, Condition::None());
@@ -131,17 +145,9 @@ std::string ForeignActor::Put(const std::string& blob, const std::string& path,
   Version v{blob, path, content, *etag, true};
   history_.push_back(v);
   paths_[blob] = path;
-  char seq[32];
-  std::snprintf(seq, sizeof seq, "%020llu", static_cast<unsigned long long>(++sequencer_));
-  BlobEvent ev;
-  ev.kind = BlobEvent::Kind::kCreated;
-  ev.container = kContainer;
-  ev.blob = blob;
+  BlobEvent ev = NextEvent(BlobEvent::Kind::kCreated, blob, "PutBlob");
   ev.etag = *etag;
-  ev.sequencer = seq;
-  ev.api = "PutBlob";
   ev.content_length = content.size();
-  ev.id = "ev" + std::to_string(++events_);
   queue_.push_back({ev, v});
   return "put '" + Printable(blob) + "' " + std::to_string(content.size()) + " bytes '" +
          Printable(content.substr(0, 12)) + "...' (" + ev.id + ")";
@@ -164,15 +170,7 @@ std::string ForeignActor::Delete(const std::string& blob, const std::string& pat
   }
   Version v{blob, path, "", "", false};
   history_.push_back(v);
-  char seq[32];
-  std::snprintf(seq, sizeof seq, "%020llu", static_cast<unsigned long long>(++sequencer_));
-  BlobEvent ev;
-  ev.kind = BlobEvent::Kind::kDeleted;
-  ev.container = kContainer;
-  ev.blob = blob;
-  ev.sequencer = seq;
-  ev.api = "DeleteBlob";
-  ev.id = "ev" + std::to_string(++events_);
+  const BlobEvent ev = NextEvent(BlobEvent::Kind::kDeleted, blob, "DeleteBlob");
   queue_.push_back({ev, v});
   return "delete '" + Printable(blob) + "' (" + ev.id + ")";
 }

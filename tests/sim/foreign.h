@@ -73,6 +73,8 @@ class ForeignActor {
   void Deliver(const Snapshot& before, ForeignStep& out);
   void Read(const Snapshot& before, ForeignStep& out);
   void Wait(const Snapshot& before, ForeignStep& out);
+  // The event of the next change to `blob`: the next sequencer and id.
+  BlobEvent NextEvent(BlobEvent::Kind kind, const std::string& blob, const std::string& api);
   // Puts `content` at `blob` (path `path`), or deletes it; queues its event.
   std::string Put(const std::string& blob, const std::string& path, const std::string& content,
                   const Snapshot& before);
